@@ -1,0 +1,91 @@
+public import PushFleetCore
+import NIOConcurrencyHelpers
+
+/// Every notification the simulator accepted, counted per device token, plus what it rejected and
+/// why. Shared by the binary gateway and the HTTP/2 API; exposed in-process and as `/stats`.
+public final class DeliveryLedger: Sendable {
+    /// A consistent reading of the ledger.
+    public struct Snapshot: Hashable, Sendable {
+        /// Notifications accepted, duplicates included.
+        public var accepted: Int
+        /// Distinct tokens accepted at least once.
+        public var distinctTokens: Int
+        /// Distinct tokens accepted more than once.
+        public var duplicatedTokens: Int
+        /// Rejections by reason (`InvalidToken`, `BadDeviceToken`, …).
+        public var rejected: [String: Int]
+        /// Connections accepted since the last reset, by protocol (`binary`, `feedback`, `http2`).
+        public var connections: [String: Int]
+        /// Connections the simulator closed on purpose (error response, fault injection), by cause.
+        public var closes: [String: Int]
+        /// Approximate memory used by the per-token counts, in bytes.
+        public var memoryBytes: Int
+
+        /// Accepted notifications beyond the first for their token.
+        public var duplicateDeliveries: Int { self.accepted - self.distinctTokens }
+    }
+
+    private struct State {
+        var counter = FingerprintCounter()
+        var accepted = 0
+        var rejected: [String: Int] = [:]
+        var connections: [String: Int] = [:]
+        var closes: [String: Int] = [:]
+    }
+
+    private let state = NIOLockedValueBox(State())
+
+    public init() {}
+
+    /// Records accepted notifications by token fingerprint; one lock acquisition per batch.
+    func recordAccepted(fingerprints: [UInt64]) {
+        guard !fingerprints.isEmpty else { return }
+        self.state.withLockedValue { state in
+            for fingerprint in fingerprints { state.counter.increment(fingerprint) }
+            state.accepted += fingerprints.count
+        }
+    }
+
+    /// Records one accepted notification for `token`.
+    public func recordAccepted(_ token: DeviceToken) {
+        self.recordAccepted(fingerprints: [token.withUnsafeBytes(TokenFingerprint.of)])
+    }
+
+    /// Records a rejection with APNs' reason string.
+    public func recordRejected(reason: String) {
+        self.state.withLockedValue { $0.rejected[reason, default: 0] += 1 }
+    }
+
+    func recordConnection(_ kind: String) {
+        self.state.withLockedValue { $0.connections[kind, default: 0] += 1 }
+    }
+
+    func recordClose(_ cause: String) {
+        self.state.withLockedValue { $0.closes[cause, default: 0] += 1 }
+    }
+
+    /// How many times `token` was accepted.
+    public func deliveries(of token: DeviceToken) -> Int {
+        let fingerprint = token.withUnsafeBytes(TokenFingerprint.of)
+        return self.state.withLockedValue { $0.counter.count(fingerprint) }
+    }
+
+    public func snapshot() -> Snapshot {
+        self.state.withLockedValue { state in
+            Snapshot(
+                accepted: state.accepted,
+                distinctTokens: state.counter.distinct,
+                duplicatedTokens: state.counter.duplicated,
+                rejected: state.rejected,
+                connections: state.connections,
+                closes: state.closes,
+                memoryBytes: state.counter.memoryBytes
+            )
+        }
+    }
+
+    /// Forgets everything.
+    public func reset() {
+        self.state.withLockedValue { $0 = State() }
+    }
+}

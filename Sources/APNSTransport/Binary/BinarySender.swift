@@ -1,0 +1,74 @@
+public import APNSWire
+public import Logging
+public import NIOCore
+
+/// Sends notifications over one long-lived connection of the legacy binary provider protocol.
+///
+/// Frames (command 2) are written in batches of ``Configuration/batchSize`` with one flush each; the
+/// event loop reads between batches, so an error response stops writing within a batch. The gateway
+/// answers only failures, late, then closes and discards what followed; so the sender keeps every
+/// frame not yet proven processed (see ``BinarySendWindow``) and, on an error response, reports the
+/// frames before the failed one as accepted, the failed one as rejected, and writes exactly the
+/// tail again on a fresh connection.
+///
+/// Silence proves nothing (a busy gateway may read a frame long after it was written), so after
+/// ``Configuration/confirmEvery`` frames, or when the queue runs dry, the sender writes a sentinel
+/// frame the gateway must reject; the rejection confirms every frame before it. A connection that
+/// closes without an error response has its unconfirmed frames written again: re-sends are bounded
+/// by ``Configuration/confirmEvery``.
+///
+/// All state lives on one event loop; the methods may be called from any task.
+public final class BinarySender: Sendable {
+    public let configuration: Configuration
+    /// Outcomes, in the order they became known. Finishes after ``shutdown()``.
+    public let events: AsyncStream<Event>
+    private let core: NIOLoopBoundBox<BinarySenderCore>
+    private let eventLoop: any EventLoop
+
+    public init(configuration: Configuration, eventLoop: any EventLoop, logger: Logger = Logger(label: "pushfleet.binary-sender")) {
+        self.configuration = configuration
+        self.eventLoop = eventLoop
+        let (events, continuation) = AsyncStream.makeStream(of: Event.self)
+        self.events = events
+        var logger = logger
+        logger[metadataKey: "apns.endpoint"] = "\(configuration.host):\(configuration.port)"
+        // The core is made here and from then on touched only on `eventLoop`.
+        self.core = NIOLoopBoundBox.makeBoxSendingValue(
+            BinarySenderCore(configuration: configuration, eventLoop: eventLoop, events: continuation, logger: logger),
+            eventLoop: eventLoop
+        )
+    }
+
+    /// Queues notifications for sending. Suspends while ``Configuration/maximumQueued`` wait to be written.
+    /// - Throws: ``TransportError`` if the sender was shut down.
+    public func send(_ notifications: [BinaryNotification]) async throws {
+        guard !notifications.isEmpty else { return }
+        try await withCheckedThrowingContinuation { (continuation: CheckedContinuation<Void, any Error>) in
+            self.eventLoop.execute {
+                self.core.value.enqueue(notifications, continuation: continuation)
+            }
+        }
+    }
+
+    /// Returns once every queued notification has been accepted or rejected.
+    public func flush() async {
+        await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
+            self.eventLoop.execute { self.core.value.whenFlushed(continuation) }
+        }
+    }
+
+    /// A reading of the counters.
+    public func statistics() async -> Statistics {
+        await withCheckedContinuation { (continuation: CheckedContinuation<Statistics, Never>) in
+            self.eventLoop.execute { continuation.resume(returning: self.core.value.statistics) }
+        }
+    }
+
+    /// Closes the connection and returns, in order, every notification not yet accepted or rejected:
+    /// the unconfirmed frames and those never written. ``events`` finishes.
+    public func shutdown() async -> [BinaryNotification] {
+        await withCheckedContinuation { (continuation: CheckedContinuation<[BinaryNotification], Never>) in
+            self.eventLoop.execute { continuation.resume(returning: self.core.value.shutdown()) }
+        }
+    }
+}

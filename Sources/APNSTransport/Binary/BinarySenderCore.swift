@@ -1,0 +1,362 @@
+import APNSWire
+import DequeModule
+import Logging
+import NIOCore
+import NIOPosix
+import NIOSSL
+import PushFleetCore
+
+/// The event-loop-confined half of ``BinarySender``: the queue, the window of unconfirmed frames,
+/// and the connection's life. Every method runs on `eventLoop`.
+///
+/// A connection's life: connect (with backoff after failures) → write batches until
+/// ``BinarySender/Configuration/confirmEvery`` frames are out or the queue stays empty for the
+/// linger time → write a sentinel → wait for an error response → settle the window → reconnect.
+/// An invalid notification ends the connection the same way, earlier.
+final class BinarySenderCore {
+    private enum ConnectionState {
+        case idle
+        /// Waiting out a backoff delay, or for TCP connect and the TLS handshake.
+        case connecting(generation: Int)
+        case writing(any Channel, generation: Int)
+        /// The sentinel is out: nothing more is written; the gateway's answer settles the window.
+        case awaitingProof(any Channel, generation: Int)
+        /// An error response arrived: waiting for the close.
+        case closing(generation: Int)
+        case shutdown
+    }
+
+    private let configuration: BinarySender.Configuration
+    private let eventLoop: any EventLoop
+    private let events: AsyncStream<BinarySender.Event>.Continuation
+    private let logger: Logger
+    private let encoder = BinaryFrameEncoder()
+    private let sslContext: Result<NIOSSLContext, any Error>
+
+    private var queue: Deque<BinaryNotification> = []
+    /// Written frames not yet settled; `nil` marks the sentinel.
+    private var window = BinarySendWindow<BinaryNotification?>()
+    private var state = ConnectionState.idle
+    private var generation = 0
+    private var nextIdentifier: UInt32 = 1
+    /// Consecutive connections that ended before proving any progress.
+    private var failedAttempts = 0
+    /// Frames to write before the next proof: halved after a rejection, doubled after a clean
+    /// proof, between one batch and `confirmEvery`. Everything written after a bad frame is lost
+    /// work, so when bad tokens are frequent the sender asks for proof sooner.
+    private var roundLimit: Int
+    private var writeScheduled = false
+    private var lingerTimer: Scheduled<Void>?
+    private var proofTimer: Scheduled<Void>?
+    private var capacityWaiters: Deque<CheckedContinuation<Void, any Error>> = []
+    private var flushWaiters: [CheckedContinuation<Void, Never>] = []
+    private(set) var statistics = BinarySender.Statistics()
+
+    init(
+        configuration: BinarySender.Configuration,
+        eventLoop: any EventLoop,
+        events: AsyncStream<BinarySender.Event>.Continuation,
+        logger: Logger
+    ) {
+        self.configuration = configuration
+        self.eventLoop = eventLoop
+        self.events = events
+        self.logger = logger
+        self.sslContext = Result { try NIOSSLContext(configuration: configuration.tls) }
+        self.roundLimit = configuration.confirmEvery
+    }
+
+    // MARK: - Calls from BinarySender
+
+    func enqueue(_ notifications: [BinaryNotification], continuation: CheckedContinuation<Void, any Error>) {
+        if case .shutdown = self.state {
+            continuation.resume(throwing: TransportError.senderClosed(host: self.configuration.host, port: self.configuration.port))
+            return
+        }
+        self.queue.append(contentsOf: notifications)
+        if self.queue.count < self.configuration.maximumQueued {
+            continuation.resume()
+        } else {
+            self.capacityWaiters.append(continuation)
+        }
+        self.connectIfNeeded()
+        self.scheduleWrite()
+    }
+
+    func whenFlushed(_ continuation: CheckedContinuation<Void, Never>) {
+        if self.queue.isEmpty && self.window.isEmpty {
+            continuation.resume()
+        } else {
+            self.flushWaiters.append(continuation)
+        }
+    }
+
+    func shutdown() -> [BinaryNotification] {
+        switch self.state {
+        case .writing(let channel, _), .awaitingProof(let channel, _): channel.close(promise: nil)
+        default: break
+        }
+        self.state = .shutdown
+        self.cancelTimers()
+        let remaining = self.window.connectionLost().compactMap { $0 } + Array(self.queue)
+        self.queue.removeAll()
+        let error = TransportError.senderClosed(host: self.configuration.host, port: self.configuration.port)
+        while let waiter = self.capacityWaiters.popFirst() { waiter.resume(throwing: error) }
+        for waiter in self.flushWaiters { waiter.resume() }
+        self.flushWaiters.removeAll()
+        self.events.finish()
+        return remaining
+    }
+
+    // MARK: - Connecting
+
+    private func connectIfNeeded() {
+        guard case .idle = self.state, !self.queue.isEmpty else { return }
+        self.generation += 1
+        let generation = self.generation
+        self.state = .connecting(generation: generation)
+        let delay = self.configuration.backoff.delay(attempt: self.failedAttempts, random: Double.random(in: 0...1))
+        if delay == 0 {
+            self.connect(generation: generation)
+        } else {
+            self.logger.debug("reconnecting after backoff", metadata: ["delay_ms": "\(delay / 1_000_000)", "attempt": "\(self.failedAttempts)"])
+            let core = NIOLoopBound(self, eventLoop: self.eventLoop)
+            self.eventLoop.scheduleTask(in: .nanoseconds(Int64(delay))) { core.value.connect(generation: generation) }
+        }
+    }
+
+    private func connect(generation: Int) {
+        guard case .connecting(let current) = self.state, current == generation else { return }
+        let sslContext: NIOSSLContext
+        switch self.sslContext {
+        case .success(let context): sslContext = context
+        case .failure(let error):
+            self.connectFailed(generation: generation, error: error)
+            return
+        }
+        let hostname = self.configuration.serverHostname ?? self.configuration.host
+        let isIPAddress = (try? SocketAddress(ipAddress: hostname, port: 0)) != nil
+        let core = NIOLoopBound(self, eventLoop: self.eventLoop)
+        ClientBootstrap(group: self.eventLoop)
+            .connectTimeout(self.configuration.connectTimeout)
+            .channelOption(.socketOption(.tcp_nodelay), value: 1)
+            .channelInitializer { channel in
+                channel.eventLoop.makeCompletedFuture {
+                    try channel.pipeline.syncOperations.addHandler(
+                        try NIOSSLClientHandler(context: sslContext, serverHostname: isIPAddress ? nil : hostname)
+                    )
+                    try channel.pipeline.syncOperations.addHandler(ByteToMessageHandler(BinaryErrorResponseDecoder()))
+                    try channel.pipeline.syncOperations.addHandler(BinaryConnectionHandler(core: core.value, generation: generation))
+                }
+            }
+            .connect(host: self.configuration.host, port: self.configuration.port)
+            .whenFailure { error in core.value.connectFailed(generation: generation, error: error) }
+    }
+
+    private func connectFailed(generation: Int, error: any Error) {
+        guard case .connecting(let current) = self.state, current == generation else { return }
+        self.statistics.connectFailures += 1
+        self.failedAttempts += 1
+        let failure = TransportError.connectionFailed(host: self.configuration.host, port: self.configuration.port, underlying: error)
+        self.logger.warning("cannot connect to the binary gateway", metadata: ["error": "\(failure)"])
+        self.state = .idle
+        self.connectIfNeeded()
+    }
+
+    // MARK: - Calls from BinaryConnectionHandler
+
+    func connectionReady(_ channel: any Channel, generation: Int) {
+        guard case .connecting(let current) = self.state, current == generation else {
+            channel.close(promise: nil)
+            return
+        }
+        self.state = .writing(channel, generation: generation)
+        self.statistics.connectionsOpened += 1
+        self.scheduleWrite()
+    }
+
+    func writabilityChanged(generation: Int) {
+        guard case .writing(_, let current) = self.state, current == generation else { return }
+        self.scheduleWrite()
+    }
+
+    func errorResponse(_ response: BinaryErrorResponse, generation: Int) {
+        let channel: any Channel
+        switch self.state {
+        case .writing(let current, let g) where g == generation, .awaitingProof(let current, let g) where g == generation:
+            channel = current
+        default:
+            return
+        }
+        self.state = .closing(generation: generation)
+        self.cancelTimers()
+        self.statistics.errorResponses += 1
+        let resolution = self.window.resolve(response)
+        if !resolution.identifierMatched {
+            self.statistics.unmatchedErrors += 1
+            self.logger.warning(
+                "error response names no unconfirmed frame; writing the whole window again",
+                metadata: ["status": "\(response.status)", "identifier": "\(response.identifier)"]
+            )
+        }
+        let accepted = resolution.accepted.compactMap { $0 }
+        self.report(accepted: accepted)
+        // A rejected sentinel (nil) is the proof we asked for, not a notification's outcome.
+        if let rejected = resolution.rejected, let notification = rejected {
+            self.statistics.rejected += 1
+            self.events.yield(.rejected(notification, response.status))
+            self.roundLimit = max(self.configuration.batchSize, self.roundLimit / 2)
+        } else if resolution.identifierMatched && resolution.resend.isEmpty {
+            self.roundLimit = min(self.configuration.confirmEvery, self.roundLimit * 2)
+        }
+        if resolution.identifierMatched { self.failedAttempts = 0 }
+        self.requeue(resolution.resend.compactMap { $0 })
+        channel.close(promise: nil)
+        self.resumeWaiters()
+    }
+
+    func connectionClosed(generation: Int, error: (any Error)?) {
+        switch self.state {
+        case .connecting(let g) where g == generation:
+            // TCP connected but TLS never completed.
+            self.statistics.connectFailures += 1
+            self.failedAttempts += 1
+            let failure = TransportError.connectionFailed(
+                host: self.configuration.host, port: self.configuration.port, underlying: error.map { "\($0)" } ?? "closed during the TLS handshake"
+            )
+            self.logger.warning("TLS handshake with the binary gateway failed", metadata: ["error": "\(failure)"])
+        case .writing(_, let g) where g == generation, .awaitingProof(_, let g) where g == generation:
+            let unknown = self.window.connectionLost().compactMap { $0 }
+            if !unknown.isEmpty {
+                self.statistics.silentCloses += 1
+                self.statistics.framesResentAfterSilentClose += unknown.count
+                self.logger.info("connection closed without an error response; writing its unconfirmed frames again", metadata: ["frames": "\(unknown.count)"])
+                self.requeue(unknown)
+                self.failedAttempts += 1
+            }
+        case .closing(let g) where g == generation:
+            break  // the error response already settled the window
+        default:
+            return  // an older connection
+        }
+        self.cancelTimers()
+        self.state = .idle
+        self.connectIfNeeded()
+    }
+
+    // MARK: - Writing
+
+    private func scheduleWrite() {
+        guard !self.writeScheduled, case .writing = self.state, !self.queue.isEmpty else { return }
+        self.writeScheduled = true
+        // Through the task queue, so that the loop reads (an error response) between two batches.
+        let core = NIOLoopBound(self, eventLoop: self.eventLoop)
+        self.eventLoop.execute { core.value.writeBatch() }
+    }
+
+    private func writeBatch() {
+        self.writeScheduled = false
+        guard case .writing(let channel, _) = self.state, channel.isWritable else { return }
+        let room = self.roundLimit - self.window.count
+        let count = min(self.configuration.batchSize, self.queue.count, room)
+        if count > 0 {
+            self.lingerTimer?.cancel()
+            self.lingerTimer = nil
+            var buffer = channel.allocator.buffer(
+                capacity: count * BinaryFrameEncoder.frameSize(tokenByteCount: 32, payloadByteCount: self.queue[0].payload.byteCount)
+            )
+            for _ in 0..<count {
+                let notification = self.queue.removeFirst()
+                let identifier = self.takeIdentifier()
+                self.encoder.writeCommand2(identifier: identifier, notification: notification, into: &buffer)
+                self.window.written(notification, identifier: identifier)
+            }
+            self.statistics.framesWritten += count
+            channel.writeAndFlush(buffer, promise: nil)
+            self.resumeWaiters()
+        }
+        if self.window.count >= self.roundLimit {
+            self.writeSentinel()
+        } else if self.queue.isEmpty {
+            self.scheduleLinger()
+        } else {
+            self.scheduleWrite()
+        }
+    }
+
+    /// Writes the frame the gateway must reject, and stops writing until its answer.
+    private func writeSentinel() {
+        guard case .writing(let channel, let generation) = self.state, !self.window.isEmpty else { return }
+        self.lingerTimer?.cancel()
+        self.lingerTimer = nil
+        let identifier = self.takeIdentifier()
+        var buffer = channel.allocator.buffer(capacity: 64)
+        self.encoder.writeSentinel(identifier: identifier, into: &buffer)
+        self.window.written(nil, identifier: identifier)
+        self.statistics.sentinels += 1
+        self.state = .awaitingProof(channel, generation: generation)
+        channel.writeAndFlush(buffer, promise: nil)
+        let core = NIOLoopBound(self, eventLoop: self.eventLoop)
+        self.proofTimer = self.eventLoop.scheduleTask(in: self.configuration.confirmationTimeout) {
+            core.value.proofTimedOut(generation: generation)
+        }
+    }
+
+    private func scheduleLinger() {
+        guard self.lingerTimer == nil, !self.window.isEmpty else { return }
+        let core = NIOLoopBound(self, eventLoop: self.eventLoop)
+        self.lingerTimer = self.eventLoop.scheduleTask(in: self.configuration.linger) {
+            let core = core.value
+            core.lingerTimer = nil
+            if core.queue.isEmpty { core.writeSentinel() } else { core.scheduleWrite() }
+        }
+    }
+
+    private func proofTimedOut(generation: Int) {
+        guard case .awaitingProof(let channel, let current) = self.state, current == generation else { return }
+        self.statistics.confirmationTimeouts += 1
+        self.logger.warning(
+            "no answer to the sentinel frame; closing the connection and writing its unconfirmed frames again",
+            metadata: ["timeout_ms": "\(self.configuration.confirmationTimeout.nanoseconds / 1_000_000)"]
+        )
+        channel.close(promise: nil)  // connectionClosed re-queues the window
+    }
+
+    private func takeIdentifier() -> UInt32 {
+        let identifier = self.nextIdentifier
+        self.nextIdentifier = identifier == UInt32.max ? 1 : identifier + 1
+        return identifier
+    }
+
+    private func requeue(_ notifications: [BinaryNotification]) {
+        guard !notifications.isEmpty else { return }
+        self.statistics.framesResent += notifications.count
+        self.queue.insert(contentsOf: notifications, at: 0)
+    }
+
+    private func cancelTimers() {
+        self.lingerTimer?.cancel()
+        self.lingerTimer = nil
+        self.proofTimer?.cancel()
+        self.proofTimer = nil
+    }
+
+    // MARK: - Reporting
+
+    private func report(accepted: [BinaryNotification]) {
+        guard !accepted.isEmpty else { return }
+        self.statistics.accepted += accepted.count
+        self.events.yield(.accepted(accepted))
+    }
+
+    private func resumeWaiters() {
+        while self.queue.count < self.configuration.maximumQueued, let waiter = self.capacityWaiters.popFirst() {
+            waiter.resume()
+        }
+        if self.queue.isEmpty && self.window.isEmpty && !self.flushWaiters.isEmpty {
+            let waiters = self.flushWaiters
+            self.flushWaiters.removeAll()
+            for waiter in waiters { waiter.resume() }
+        }
+    }
+}

@@ -1,0 +1,110 @@
+import APNSTransport
+import APNSWire
+import Logging
+import NIOCore
+import NIOPosix
+import PushFleetCore
+import Synchronization
+
+/// Sends a stream of tokens over `connections` binary senders at once and tallies what APNs said.
+struct BinaryDelivery {
+    struct Result {
+        var accepted = 0
+        var rejected: [String: Int] = [:]
+        var rejectedTokens: [(DeviceToken, BinaryStatus)] = []
+        var statistics = BinarySender.Statistics()
+        var unsettled = 0
+        var rejectedCount: Int { self.rejected.values.reduce(0, +) }
+    }
+
+    let configuration: BinarySender.Configuration
+    let connections: Int
+    let payload: Payload
+    var priority: UInt8 = 10
+    var expiration: UInt32 = 0
+    var logger = Logger(label: "pushfleet.send")
+
+    /// Sends every token `next` yields (an empty batch ends the stream), calling `progress` with the
+    /// number of settled notifications about four times a second.
+    func run(next: () throws -> [DeviceToken], progress: @escaping @Sendable (Int) -> Void) async throws -> Result {
+        let tally = Tally()
+        let senders = (0..<self.connections).map { _ in
+            BinarySender(configuration: self.configuration, eventLoop: MultiThreadedEventLoopGroup.singleton.next(), logger: self.logger)
+        }
+        let collectors = senders.map { sender in
+            Task {
+                for await event in sender.events {
+                    tally.withLock { result in
+                        switch event {
+                        case .accepted(let batch):
+                            result.accepted += batch.count
+                        case .rejected(let notification, let status):
+                            result.rejected[status.name, default: 0] += 1
+                            result.rejectedTokens.append((notification.token, status))
+                        }
+                    }
+                }
+            }
+        }
+        let reporter = Task {
+            while !Task.isCancelled {
+                progress(tally.withLock { $0.accepted + $0.rejectedCount })
+                try? await Task.sleep(for: .milliseconds(250))
+            }
+        }
+        defer { reporter.cancel() }
+
+        var turn = 0
+        var tag: UInt64 = 0
+        while true {
+            let tokens = try next()
+            if tokens.isEmpty { break }
+            let notifications = tokens.map { token in
+                defer { tag += 1 }
+                return BinaryNotification(token: token, payload: self.payload, expiration: self.expiration, priority: self.priority, tag: tag)
+            }
+            try await senders[turn % senders.count].send(notifications)
+            turn += 1
+        }
+        var unsettled = 0
+        var statistics = BinarySender.Statistics()
+        for sender in senders {
+            await sender.flush()
+            statistics.add(await sender.statistics())
+            unsettled += await sender.shutdown().count
+        }
+        for collector in collectors { await collector.value }
+        progress(tally.withLock { $0.accepted + $0.rejectedCount })
+        return tally.withLock { result in
+            result.statistics = statistics
+            result.unsettled = unsettled
+            return result
+        }
+    }
+}
+
+/// The running result, shared by the event collectors and the progress reporter.
+private final class Tally: Sendable {
+    private let result = Mutex(BinaryDelivery.Result())
+
+    func withLock<T>(_ body: (inout BinaryDelivery.Result) -> T) -> T {
+        self.result.withLock { body(&$0) }
+    }
+}
+
+extension BinarySender.Statistics {
+    mutating func add(_ other: Self) {
+        self.framesWritten += other.framesWritten
+        self.framesResent += other.framesResent
+        self.framesResentAfterSilentClose += other.framesResentAfterSilentClose
+        self.accepted += other.accepted
+        self.rejected += other.rejected
+        self.connectionsOpened += other.connectionsOpened
+        self.errorResponses += other.errorResponses
+        self.sentinels += other.sentinels
+        self.silentCloses += other.silentCloses
+        self.connectFailures += other.connectFailures
+        self.unmatchedErrors += other.unmatchedErrors
+        self.confirmationTimeouts += other.confirmationTimeouts
+    }
+}

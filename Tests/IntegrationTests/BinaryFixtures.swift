@@ -1,0 +1,97 @@
+import APNSMockServer
+import APNSTransport
+import APNSWire
+import NIOCore
+import NIOPosix
+import NIOSSL
+import PushFleetCore
+import PushFleetTestSupport
+
+/// A simulator on free loopback ports with the test PKI, and clients that trust it.
+struct BinaryFixture {
+    let server: MockAPNSServer
+    let ports: MockAPNSServer.BoundPorts
+    let certificates: TestCertificates
+
+    var binaryPort: Int { self.ports.binary! }
+    var ledger: DeliveryLedger { self.server.ledger }
+
+    static func start(
+        invalidTokens: Set<DeviceToken> = [],
+        unregisteredTokens: Set<DeviceToken> = [],
+        errorDelay: TimeAmount = .milliseconds(50),
+        faults: MockAPNSConfiguration.BinaryFaults = .init()
+    ) async throws -> BinaryFixture {
+        let certificates = try TestCertificates.shared()
+        let configuration = MockAPNSConfiguration(
+            binaryPort: 0,
+            feedbackPort: 0,
+            adminPort: 0,
+            tls: .init(certificateChain: certificates.serverCertificate, privateKey: certificates.serverKey, clientCA: certificates.caCertificate),
+            invalidTokens: invalidTokens,
+            unregisteredTokens: unregisteredTokens,
+            errorDelay: errorDelay,
+            binaryFaults: faults
+        )
+        let server = MockAPNSServer(configuration: configuration, group: MultiThreadedEventLoopGroup.singleton)
+        let ports = try await server.start()
+        return BinaryFixture(server: server, ports: ports, certificates: certificates)
+    }
+
+    func stop() async {
+        try? await self.server.shutdown()
+    }
+
+    /// TLS for a client holding the test client certificate and trusting the test CA.
+    func clientTLS() throws -> TLSConfiguration {
+        try ClientTLS.certificate(
+            pem: self.certificates.clientCertificate,
+            key: self.certificates.clientKey,
+            trusting: [self.certificates.caCertificate]
+        ).makeConfiguration()
+    }
+
+    /// Sender settings for tests: a proof every `confirmEvery` frames.
+    func senderConfiguration(confirmEvery: Int = 1_000) throws -> BinarySender.Configuration {
+        BinarySender.Configuration(
+            host: "127.0.0.1",
+            port: self.binaryPort,
+            tls: try self.clientTLS(),
+            serverHostname: "localhost",
+            confirmEvery: confirmEvery,
+            backoff: Backoff(initial: 10_000_000, maximum: 500_000_000)
+        )
+    }
+}
+
+/// Builds raw binary-protocol bytes for the gateway tests.
+struct FrameBuilder {
+    var buffer = ByteBuffer()
+    private let encoder = BinaryFrameEncoder()
+
+    mutating func command2(_ identifier: UInt32, token: DeviceToken, payload: Payload, priority: UInt8 = 10) {
+        self.encoder.writeCommand2(identifier: identifier, notification: BinaryNotification(token: token, payload: payload, priority: priority), into: &self.buffer)
+    }
+
+    /// A command-2 frame with arbitrary items `(id, data)`.
+    mutating func command2(items: [(UInt8, [UInt8])]) {
+        let length = items.reduce(0) { $0 + 3 + $1.1.count }
+        self.buffer.writeMultipleIntegers(UInt8(2), UInt32(length))
+        for (item, data) in items {
+            self.buffer.writeMultipleIntegers(item, UInt16(data.count))
+            self.buffer.writeBytes(data)
+        }
+    }
+
+    mutating func command1(_ identifier: UInt32, token: DeviceToken, payload: [UInt8]) {
+        self.encoder.writeCommand1(identifier: identifier, expiry: 0, token: token, payload: payload, into: &self.buffer)
+    }
+
+    mutating func command0(token: DeviceToken, payload: [UInt8]) {
+        self.encoder.writeCommand0(token: token, payload: payload, into: &self.buffer)
+    }
+}
+
+extension UInt32 {
+    var bigEndianBytes: [UInt8] { withUnsafeBytes(of: self.bigEndian) { Array($0) } }
+}

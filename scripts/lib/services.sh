@@ -1,0 +1,260 @@
+#!/usr/bin/env bash
+# Helpers for the test and demo scripts: install what we need, run a private
+# Redis and Postgres on free loopback ports, make throwaway test certificates.
+#
+# Source this file (it defines functions only, and sets no shell options):
+#     source "$(dirname "$0")/lib/services.sh"
+#
+# Exports, once the services are up:
+#     PUSHFLEET_REDIS_URL     redis://127.0.0.1:PORT
+#     PUSHFLEET_POSTGRES_URL  postgres://postgres@127.0.0.1:PORT/pushfleet
+#     PUSHFLEET_TEST_CERTS    directory written by scripts/make-test-certs.sh
+#
+# Everything we start lives in a directory the caller chooses and is stopped by
+# pf_stop_services. We never touch a system-wide Redis or Postgres cluster that
+# the Debian packages may have created (e.g. the "main" cluster on 5432).
+
+# Repository root, from this file's location (scripts/lib/services.sh).
+PF_REPO_ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)"
+
+# Postgres server binaries (Debian 12 ships major version 15). Overridable.
+PF_PG_BIN="${PF_PG_BIN:-/usr/lib/postgresql/15/bin}"
+
+# State of the services started by this shell, for pf_stop_services.
+PF_REDIS_DIR=""
+PF_REDIS_PORT=""
+PF_PG_DIR=""
+
+pf_log() { printf 'pushfleet: %s\n' "$*" >&2; }
+pf_err() { printf 'pushfleet: error: %s\n' "$*" >&2; }
+
+pf_is_root() { [[ "$(id -u)" -eq 0 ]]; }
+
+# Run a command as root: directly if we are root, otherwise through sudo.
+pf_as_root() {
+    if pf_is_root; then
+        "$@"
+    elif command -v sudo >/dev/null 2>&1; then
+        sudo "$@"
+    else
+        pf_err "need root for: $* (not root, and sudo is not installed)"
+        return 1
+    fi
+}
+
+# Run a Postgres server command. Postgres refuses to run as root, so as root we
+# switch to the "postgres" user (created by the Debian package). As any other
+# user we simply run it as ourselves: that needs no sudo, and the data directory
+# stays owned by us, so the caller can delete it afterwards.
+# Runs from the target directory: the caller's cwd (e.g. /root) may not be
+# readable by the postgres user, which makes pg_ctl and initdb complain.
+pf_as_pg() {
+    local dir="$1"; shift
+    if pf_is_root; then
+        (cd "$dir" && runuser -u postgres -- "$@")
+    else
+        (cd "$dir" && "$@")
+    fi
+}
+
+pf_deb_installed() {
+    command -v dpkg-query >/dev/null 2>&1 &&
+        dpkg-query -W -f='${Status}' "$1" 2>/dev/null | grep -q 'install ok installed'
+}
+
+# Installs, with apt, whichever of our build/test dependencies are missing.
+pf_install_missing() {
+    local missing=()
+
+    pf_deb_installed libhiredis-dev || missing+=(libhiredis-dev)
+    # redis-cli comes from redis-tools, a dependency of redis-server.
+    { command -v redis-server && command -v redis-cli; } >/dev/null 2>&1 || missing+=(redis-server)
+    { [[ -x "$PF_PG_BIN/postgres" && -x "$PF_PG_BIN/initdb" ]]; } || missing+=(postgresql)
+    command -v openssl >/dev/null 2>&1 || missing+=(openssl)
+    command -v pkg-config >/dev/null 2>&1 || missing+=(pkg-config)
+    pf_deb_installed ca-certificates || missing+=(ca-certificates)
+    { command -v ps && command -v pkill; } >/dev/null 2>&1 || missing+=(procps)
+    command -v curl >/dev/null 2>&1 || missing+=(curl)
+
+    if ((${#missing[@]} == 0)); then
+        return 0
+    fi
+    if ! command -v apt-get >/dev/null 2>&1; then
+        pf_err "missing ${missing[*]}, and apt-get is not available to install them"
+        return 1
+    fi
+
+    pf_log "installing: ${missing[*]}"
+    # Installing "postgresql" may create and start a "main" cluster on 5432
+    # (pg_createcluster / invoke-rc.d). Harmless: we run our own server on
+    # another port from our own data directory and never connect to it.
+    pf_as_root apt-get update -q || return 1
+    pf_as_root env DEBIAN_FRONTEND=noninteractive \
+        apt-get install -y -q --no-install-recommends "${missing[@]}" || return 1
+
+    if [[ ! -x "$PF_PG_BIN/postgres" ]]; then
+        pf_err "postgresql installed, but $PF_PG_BIN/postgres is missing (set PF_PG_BIN?)"
+        return 1
+    fi
+}
+
+# Prints a TCP port on 127.0.0.1 that nothing listens on right now.
+pf_free_port() {
+    if command -v python3 >/dev/null 2>&1; then
+        # Let the kernel choose: bind port 0 and report what we got.
+        if python3 -c 'import socket
+s = socket.socket()
+s.bind(("127.0.0.1", 0))
+print(s.getsockname()[1])' 2>/dev/null; then
+            return 0
+        fi
+    fi
+    # Fallback without python: probe random ports below Linux's ephemeral
+    # range (32768+), so outgoing connections do not grab the port meanwhile.
+    # A refused connection means nobody is listening there.
+    local port
+    for _ in $(seq 1 200); do
+        port=$((20000 + RANDOM % 12000))
+        if ! (exec 3<>"/dev/tcp/127.0.0.1/$port") 2>/dev/null; then
+            echo "$port"
+            return 0
+        fi
+    done
+    pf_err "could not find a free TCP port"
+    return 1
+}
+
+# pf_start_redis DIR: a throwaway redis-server on a free port, data in DIR.
+pf_start_redis() {
+    local dir="$1" port attempt deadline
+    mkdir -p "$dir"
+    for attempt in 1 2 3; do
+        port="$(pf_free_port)" || return 1
+        rm -f "$dir/redis.pid"
+        # No persistence: test data is disposable. noeviction as in production:
+        # an evicted queue key would silently lose work.
+        redis-server --bind 127.0.0.1 --port "$port" \
+            --save '' --appendonly no --maxmemory-policy noeviction \
+            --daemonize yes --dir "$dir" \
+            --pidfile "$dir/redis.pid" --logfile "$dir/redis.log" || true
+        PF_REDIS_DIR="$dir"
+        PF_REDIS_PORT="$port"
+        deadline=$((SECONDS + 20))
+        while ((SECONDS < deadline)); do
+            # timeout: if something else grabbed the port, it may never reply.
+            if [[ "$(timeout 2 redis-cli -h 127.0.0.1 -p "$port" ping 2>/dev/null)" == "PONG" ]]; then
+                export PUSHFLEET_REDIS_URL="redis://127.0.0.1:$port"
+                return 0
+            fi
+            # Lost a race for the port: try another one instead of waiting.
+            if grep -q 'Address already in use' "$dir/redis.log" 2>/dev/null; then
+                pf_log "redis: port $port taken meanwhile, retrying"
+                mv -f "$dir/redis.log" "$dir/redis.log.$attempt"
+                continue 2
+            fi
+            sleep 0.2
+        done
+        break
+    done
+    pf_log "redis-server did not answer PING on 127.0.0.1:${port}; log tail:"
+    tail -n 30 "$dir"/redis.log* >&2 2>/dev/null || true
+    return 1
+}
+
+# pf_start_postgres DIR: a throwaway Postgres cluster on a free port, in DIR,
+# with a database "pushfleet" for the superuser "postgres" (trust auth).
+pf_start_postgres() {
+    local dir="$1" port attempt
+    if [[ ! -x "$PF_PG_BIN/initdb" ]]; then
+        pf_err "no $PF_PG_BIN/initdb (run pf_install_missing)"
+        return 1
+    fi
+    mkdir -p "$dir"
+    # mktemp directories are 0700; the postgres user must be able to reach DIR.
+    chmod 755 "$dir"
+    mkdir -p "$dir/pgdata" "$dir/sock"
+    touch "$dir/postgres.log"
+    if pf_is_root; then
+        if ! id postgres >/dev/null 2>&1; then
+            pf_err "no 'postgres' user (is the postgresql package installed?)"
+            return 1
+        fi
+        chown postgres: "$dir/pgdata" "$dir/sock" "$dir/postgres.log"
+        if ! runuser -u postgres -- test -x "$dir"; then
+            pf_err "user postgres cannot reach $dir: make its parent directories searchable (chmod 755)"
+            return 1
+        fi
+    fi
+    chmod 700 "$dir/pgdata"
+    PF_PG_DIR="$dir"
+
+    # C locale: the host's locale may not exist in a minimal container.
+    pf_as_pg "$dir" "$PF_PG_BIN/initdb" -D "$dir/pgdata" -U postgres --auth=trust \
+        -E UTF8 --locale=C >"$dir/initdb.log" 2>&1 ||
+        { cat "$dir/initdb.log" >&2; pf_err "initdb failed"; return 1; }
+
+    for attempt in 1 2 3; do
+        port="$(pf_free_port)" || return 1
+        # Durability settings off: a test database is disposable, and fsync
+        # dominates schema setup time on slow disks.
+        if pf_as_pg "$dir" "$PF_PG_BIN/pg_ctl" -D "$dir/pgdata" -l "$dir/postgres.log" -w \
+            -o "-p $port -k '$dir/sock' -c listen_addresses=127.0.0.1 -c fsync=off -c synchronous_commit=off -c full_page_writes=off" \
+            start >/dev/null; then
+            "$PF_PG_BIN/createdb" -h 127.0.0.1 -p "$port" -U postgres pushfleet ||
+                { pf_err "createdb pushfleet failed"; return 1; }
+            export PUSHFLEET_POSTGRES_URL="postgres://postgres@127.0.0.1:$port/pushfleet"
+            return 0
+        fi
+        if grep -q 'could not bind' "$dir/postgres.log" 2>/dev/null; then
+            pf_log "postgres: port $port taken meanwhile, retrying"
+            continue
+        fi
+        break
+    done
+    pf_log "postgres did not start; log tail:"
+    tail -n 30 "$dir/postgres.log" >&2 || true
+    return 1
+}
+
+# Waits up to ~10 s for a process we started to exit after being asked to,
+# then kills it.
+pf_wait_or_kill() {
+    local pid="$1"
+    for _ in $(seq 1 50); do
+        kill -0 "$pid" 2>/dev/null || return 0
+        sleep 0.2
+    done
+    kill -KILL "$pid" 2>/dev/null || true
+}
+
+# Stops whatever pf_start_redis / pf_start_postgres started. Idempotent and
+# never fails, so it is safe in traps.
+pf_stop_services() {
+    local pid
+    if [[ -n "$PF_REDIS_DIR" ]]; then
+        pid="$(cat "$PF_REDIS_DIR/redis.pid" 2>/dev/null || true)"
+        timeout 5 redis-cli -h 127.0.0.1 -p "$PF_REDIS_PORT" shutdown nosave >/dev/null 2>&1 || true
+        [[ -z "$pid" ]] || pf_wait_or_kill "$pid"
+        PF_REDIS_DIR=""
+        PF_REDIS_PORT=""
+    fi
+    if [[ -n "$PF_PG_DIR" ]]; then
+        # First line of postmaster.pid is the server's pid.
+        pid="$(head -n 1 "$PF_PG_DIR/pgdata/postmaster.pid" 2>/dev/null || true)"
+        if [[ -n "$pid" ]]; then
+            pf_as_pg "$PF_PG_DIR" "$PF_PG_BIN/pg_ctl" -D "$PF_PG_DIR/pgdata" -m fast -w stop \
+                >/dev/null 2>&1 || true
+            pf_wait_or_kill "$pid"
+        fi
+        PF_PG_DIR=""
+    fi
+    return 0
+}
+
+# pf_make_certs DIR: throwaway test PKI (see scripts/make-test-certs.sh).
+pf_make_certs() {
+    local dir="$1"
+    bash "$PF_REPO_ROOT/scripts/make-test-certs.sh" "$dir" || return 1
+    PUSHFLEET_TEST_CERTS="$(cd "$dir" && pwd)"
+    export PUSHFLEET_TEST_CERTS
+}
