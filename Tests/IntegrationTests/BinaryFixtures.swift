@@ -1,6 +1,7 @@
 import APNSMockServer
 import APNSTransport
 import APNSWire
+import Logging
 import NIOCore
 import NIOPosix
 import NIOSSL
@@ -33,7 +34,7 @@ struct BinaryFixture {
             errorDelay: errorDelay,
             binaryFaults: faults
         )
-        let server = MockAPNSServer(configuration: configuration, group: MultiThreadedEventLoopGroup.singleton)
+        let server = MockAPNSServer(configuration: configuration, group: MultiThreadedEventLoopGroup.singleton, logger: quietLogger)
         let ports = try await server.start()
         return BinaryFixture(server: server, ports: ports, certificates: certificates)
     }
@@ -63,6 +64,13 @@ struct BinaryFixture {
         )
     }
 }
+
+/// Tests log warnings and errors only: expected reconnects would drown the report.
+let quietLogger: Logger = {
+    var logger = Logger(label: "pushfleet.test")
+    logger.logLevel = .warning
+    return logger
+}()
 
 /// Builds raw binary-protocol bytes for the gateway tests.
 struct FrameBuilder {

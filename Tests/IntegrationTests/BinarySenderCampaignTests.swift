@@ -32,7 +32,7 @@ import Testing
             for part in 0..<Self.senders {
                 let share = stride(from: part, to: notifications.count, by: Self.senders).map { notifications[$0] }
                 group.addTask {
-                    let sender = BinarySender(configuration: configuration, eventLoop: MultiThreadedEventLoopGroup.singleton.next())
+                    let sender = BinarySender(configuration: configuration, eventLoop: MultiThreadedEventLoopGroup.singleton.next(), logger: quietLogger)
                     let collector = Task {
                         var outcome = Outcome()
                         for await event in sender.events {

@@ -1,0 +1,52 @@
+import APNSMockServer
+import Foundation
+import PushFleetCore
+import PushFleetTestSupport
+import Testing
+
+#if canImport(FoundationNetworking)
+import FoundationNetworking
+#endif
+
+/// The simulator's ledger over its admin HTTP port.
+@Suite struct AdminEndpointTests {
+    private func request(_ method: String, _ path: String, port: Int) async throws -> (Int, [String: Any]) {
+        var request = URLRequest(url: URL(string: "http://127.0.0.1:\(port)\(path)")!)
+        request.httpMethod = method
+        let (data, response) = try await URLSession.shared.data(for: request)
+        let status = (response as? HTTPURLResponse)?.statusCode ?? 0
+        let object = try JSONSerialization.jsonObject(with: data) as? [String: Any] ?? [:]
+        return (status, object)
+    }
+
+    @Test func statsReportsTheLedgerAndResetClearsIt() async throws {
+        let fixture = try await BinaryFixture.start(invalidTokens: [TestTokens.token(3)])
+        defer { Task { await fixture.stop() } }
+        let payload = try APSPayload(alert: .text("hi")).payload(for: .binaryFrame)
+        var frames = FrameBuilder()
+        frames.command2(1, token: TestTokens.token(1), payload: payload)
+        frames.command2(2, token: TestTokens.token(2), payload: payload)
+        frames.command2(3, token: TestTokens.token(3), payload: payload)
+        _ = try await RawTLSClient.exchange(port: fixture.binaryPort, tls: try fixture.clientTLS(), bytes: frames.buffer)
+        fixture.ledger.recordAccepted(TestTokens.token(1))  // a duplicate, recorded in-process
+
+        let port = try #require(fixture.ports.admin)
+        let (status, stats) = try await self.request("GET", "/stats", port: port)
+        #expect(status == 200)
+        #expect(stats["accepted"] as? Int == 3)
+        #expect(stats["distinct_tokens"] as? Int == 2)
+        #expect(stats["duplicated_tokens"] as? Int == 1)
+        #expect(stats["duplicate_deliveries"] as? Int == 1)
+        #expect((stats["rejected"] as? [String: Any])?["InvalidToken"] as? Int == 1)
+        #expect((stats["connections"] as? [String: Any])?["binary"] as? Int == 1)
+
+        let (resetStatus, _) = try await self.request("POST", "/reset", port: port)
+        #expect(resetStatus == 200)
+        let (_, after) = try await self.request("GET", "/stats", port: port)
+        #expect(after["accepted"] as? Int == 0)
+        #expect(fixture.ledger.deliveries(of: TestTokens.token(1)) == 0)
+
+        let (missing, _) = try await self.request("GET", "/nope", port: port)
+        #expect(missing == 404)
+    }
+}
