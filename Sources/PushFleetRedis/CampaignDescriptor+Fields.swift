@@ -1,0 +1,56 @@
+import Foundation
+
+// MARK: - The `pf:{C}:meta` hash
+
+extension CampaignDescriptor {
+    /// Field/value pairs for `HSET`, in order. `collapse_id` is absent when there is none.
+    var metaFields: [[UInt8]] {
+        var pairs: [(String, [UInt8])] = [
+            ("id", Array(self.id.uuidString.lowercased().utf8)),
+            ("topic", Array(self.topic.utf8)),
+            ("environment", Array(self.environment.utf8)),
+            ("payload", self.payload),
+            ("push_type", Array(self.pushType.utf8)),
+            ("priority", self.priority.redisArgument),
+            ("expiration", self.expiration.redisArgument),
+            ("shard_count", self.shardCount.redisArgument),
+            ("total_tokens", self.totalTokens.redisArgument),
+            ("status", Array(self.status.rawValue.utf8)),
+        ]
+        if let collapseID = self.collapseID { pairs.append(("collapse_id", Array(collapseID.utf8))) }
+        return pairs.flatMap { [Array($0.0.utf8), $0.1] }
+    }
+
+    /// Reads the hash back, throwing the name of the first missing or malformed field.
+    init(metaFields fields: [String: [UInt8]]) throws(FieldError) {
+        func text(_ name: String) throws(FieldError) -> String {
+            guard let bytes = fields[name] else { throw FieldError(name: name) }
+            return String(decoding: bytes, as: UTF8.self)
+        }
+        func number(_ name: String) throws(FieldError) -> Int {
+            guard let value = Int(try text(name)) else { throw FieldError(name: name) }
+            return value
+        }
+        guard let id = UUID(uuidString: try text("id")) else { throw FieldError(name: "id") }
+        guard let status = CampaignQueueStatus(rawValue: try text("status")) else { throw FieldError(name: "status") }
+        guard let payload = fields["payload"] else { throw FieldError(name: "payload") }
+        self.init(
+            id: id,
+            topic: try text("topic"),
+            environment: try text("environment"),
+            payload: payload,
+            pushType: try text("push_type"),
+            priority: try number("priority"),
+            expiration: try number("expiration"),
+            collapseID: fields["collapse_id"].map { String(decoding: $0, as: UTF8.self) },
+            shardCount: try number("shard_count"),
+            totalTokens: try number("total_tokens"),
+            status: status
+        )
+    }
+
+    /// A field of `pf:{C}:meta` is missing or malformed.
+    struct FieldError: Error {
+        let name: String
+    }
+}

@@ -1,0 +1,54 @@
+import Foundation
+
+/// The Redis keys of one campaign. All share the hash tag `{<campaign id>}`, so every script over
+/// them runs in one Redis Cluster slot.
+struct CampaignKeys: Sendable {
+    /// `pf:{<lowercase uuid>}`
+    let prefix: String
+
+    init(_ campaign: UUID) {
+        self.prefix = "pf:{\(campaign.uuidString.lowercased())}"
+    }
+
+    private func key(_ suffix: String) -> [UInt8] { Array("\(self.prefix):\(suffix)".utf8) }
+
+    /// HASH: the ``CampaignDescriptor`` fields, `status` among them.
+    var meta: [UInt8] { self.key("meta") }
+    /// LIST: shard ids ready to claim; released and reaped shards go back to the front.
+    var pending: [UInt8] { self.key("pending") }
+    /// ZSET: shard id → lease deadline, milliseconds of Redis `TIME`.
+    var leases: [UInt8] { self.key("leases") }
+    /// HASH: shard id → `worker|fence` of its holder.
+    var owner: [UInt8] { self.key("owner") }
+    /// STRING: the fencing counter, incremented by every claim.
+    var fence: [UInt8] { self.key("fence") }
+    /// HASH: shard id → first index without an outcome.
+    var cursor: [UInt8] { self.key("cursor") }
+    /// HASH: shard id → highest index handed to a sender + 1.
+    var sent: [UInt8] { self.key("sent") }
+    /// HASH: shard id → how many holders lost it.
+    var attempts: [UInt8] { self.key("attempts") }
+    /// LIST: shard ids given up on after too many attempts.
+    var dead: [UInt8] { self.key("dead") }
+    /// HASH: `accepted`, `resent`, `done_shards`, `rejected:<reason>`.
+    var stats: [UInt8] { self.key("stats") }
+    /// STREAM: rejections and finished shards, for the coordinator.
+    var events: [UInt8] { self.key("events") }
+
+    /// LIST: the raw token bytes of `shard`.
+    func shard(_ shard: Int) -> [UInt8] { self.key("s:\(shard)") }
+
+    /// Every key but the shard lists.
+    var fixed: [[UInt8]] {
+        [self.meta, self.pending, self.leases, self.owner, self.fence, self.cursor, self.sent, self.attempts, self.dead,
+         self.stats, self.events]
+    }
+
+    /// `SCAN` pattern matching every key of the campaign.
+    var pattern: [UInt8] { Array("\(self.prefix):*".utf8) }
+
+    /// SET (no hash tag: touched only by single-key commands): ids of the active campaigns of a topic.
+    static func active(topic: String, environment: String) -> [UInt8] {
+        Array("pf:active:\(topic):\(environment)".utf8)
+    }
+}

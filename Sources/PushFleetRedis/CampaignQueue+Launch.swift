@@ -1,0 +1,109 @@
+public import Foundation
+public import PushFleetCore
+
+// MARK: - Launch: stage, publish, discard
+
+extension CampaignQueue {
+    /// Writes one shard's tokens (raw bytes), replacing any earlier list: `DEL` + `RPUSH`, pipelined.
+    ///
+    /// Stage every shard before ``publish(_:)``: workers may claim as soon as it returns.
+    /// - Parameter tokens: The shard's tokens in sending order; about 1,000 per shard is typical.
+    public func stageShard(campaign: UUID, shard: Int, tokens: [DeviceToken]) async throws {
+        try await self.stageShards(campaign: campaign, shards: [(shard: shard, tokens: tokens)])
+    }
+
+    /// Writes many shards in one pipeline; see ``stageShard(campaign:shard:tokens:)``.
+    /// Keep one call to some tens of thousands of tokens: the pipeline is built in memory.
+    public func stageShards(campaign: UUID, shards: [(shard: Int, tokens: [DeviceToken])]) async throws {
+        let keys = CampaignKeys(campaign)
+        var commands: [[[UInt8]]] = []
+        for (shard, tokens) in shards {
+            let key = keys.shard(shard)
+            commands.append([Array("DEL".utf8), key])
+            for start in stride(from: 0, to: tokens.count, by: Self.batchSize) {
+                var command: [[UInt8]] = [Array("RPUSH".utf8), key]
+                command.reserveCapacity(2 + min(Self.batchSize, tokens.count - start))
+                for token in tokens[start..<min(start + Self.batchSize, tokens.count)] { command.append(token.bytes) }
+                commands.append(command)
+            }
+        }
+        try await self.client.withConnection { [commands] connection in
+            _ = try connection.checkedPipeline(commands)
+        }
+    }
+
+    /// Makes a staged campaign claimable: writes `pf:{C}:meta`, fills pending with `0..<shardCount`,
+    /// and adds the id to `pf:active:<topic>:<environment>`.
+    ///
+    /// Idempotent: when the campaign was already published, its meta hash and pending list are left
+    /// as they are (a paused campaign stays paused) and only the active-set entry is ensured.
+    public func publish(_ descriptor: CampaignDescriptor) async throws {
+        let keys = CampaignKeys(descriptor.id)
+        let active = CampaignKeys.active(topic: descriptor.topic, environment: descriptor.environment)
+        let arguments = [descriptor.shardCount.redisArgument] + descriptor.metaFields
+        let member = Array(descriptor.id.uuidString.lowercased().utf8)
+        try await self.client.withConnection { connection in
+            _ = try connection.checkedEvaluate(
+                "publish", CampaignScripts.publish, keys: [keys.meta, keys.pending], arguments: arguments
+            )
+            // Only after the campaign is complete in Redis may workers find it.
+            _ = try connection.checkedCommand([Array("SADD".utf8), active, member])
+        }
+    }
+
+    /// Deletes everything launch wrote for a campaign that will not run (a failed or abandoned
+    /// launch): every key, shard lists `0..<shardCount`, and its active-set entry if it was published.
+    public func discard(campaign: UUID, shardCount: Int) async throws {
+        let keys = CampaignKeys(campaign)
+        try await self.client.withConnection { connection in
+            let reply = try connection.checkedCommand(RedisCommand.arguments("HMGET", keys.meta, "topic", "environment"))
+            try CampaignQueue.deleteAll(keys, shardCount: shardCount, on: connection)
+            if let parts = reply.array, parts.count == 2, let topic = parts[0].string, let environment = parts[1].string {
+                let active = CampaignKeys.active(topic: topic, environment: environment)
+                _ = try connection.checkedCommand(RedisCommand.arguments("SREM", active, campaign.uuidString.lowercased()))
+            }
+        }
+    }
+
+    /// The published descriptor, or nil when the campaign is not in Redis.
+    /// - Throws: ``RedisError/Code/unexpectedReply`` when the meta hash lacks a field or has a malformed one.
+    public func descriptor(campaign: UUID) async throws -> CampaignDescriptor? {
+        let keys = CampaignKeys(campaign)
+        return try await self.client.withConnection { connection -> CampaignDescriptor? in
+            let reply = try connection.checkedCommand([Array("HGETALL".utf8), keys.meta])
+            let fields = try connection.fieldMap(reply, "HGETALL meta")
+            if fields.isEmpty { return nil }
+            do throws(CampaignDescriptor.FieldError) {
+                return try CampaignDescriptor(metaFields: fields)
+            } catch {
+                let server = connection.configuration.server
+                throw RedisError(
+                    code: .unexpectedReply,
+                    message: "the campaign \(campaign.uuidString.lowercased()) in Redis at \(server) has a missing or "
+                        + "malformed meta field '\(error.name)'"
+                )
+            }
+        }
+    }
+
+    /// The ids in `pf:active:<topic>:<environment>`, in no particular order.
+    public func activeCampaigns(topic: String, environment: String) async throws -> [UUID] {
+        let active = CampaignKeys.active(topic: topic, environment: environment)
+        return try await self.client.withConnection { connection in
+            let reply = try connection.checkedCommand([Array("SMEMBERS".utf8), active])
+            guard let members = reply.array else { throw connection.unexpected("SMEMBERS", reply) }
+            return members.compactMap { $0.string.flatMap(UUID.init(uuidString:)) }
+        }
+    }
+
+    /// Sets the status workers see at their next claim or checkpoint. Does nothing when the campaign
+    /// is not published (it never creates a meta hash).
+    public func setStatus(campaign: UUID, _ status: CampaignQueueStatus) async throws {
+        let keys = CampaignKeys(campaign)
+        try await self.client.withConnection { connection in
+            _ = try connection.checkedEvaluate(
+                "setStatus", CampaignScripts.setStatus, keys: [keys.meta], arguments: [Array(status.rawValue.utf8)]
+            )
+        }
+    }
+}

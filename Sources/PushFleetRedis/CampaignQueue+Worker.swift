@@ -1,0 +1,140 @@
+public import Foundation
+public import PushFleetCore
+
+// MARK: - Worker: claim, read, checkpoint, complete, release
+
+extension CampaignQueue {
+    /// Leases the first pending shard of a running campaign.
+    ///
+    /// When the shard comes back from a holder that lost it with tokens read past its cursor, those
+    /// (`sent - cursor`) are added to `resent` once: they are about to be sent again.
+    /// - Parameters:
+    ///   - worker: This worker's name; the lease's owner is `"worker|fence"`.
+    ///   - leaseMilliseconds: How long the lease lasts without a checkpoint, by Redis' clock (typically 30,000).
+    /// - Returns: The lease, or nil when nothing is pending or the campaign is not `running`.
+    public func claim(campaign: UUID, worker: String, leaseMilliseconds: Int) async throws -> ShardLease? {
+        let keys = CampaignKeys(campaign)
+        return try await self.client.withConnection { connection -> ShardLease? in
+            let reply = try connection.checkedEvaluate(
+                "claim", CampaignScripts.claim,
+                keys: [keys.meta, keys.pending, keys.leases, keys.owner, keys.fence, keys.cursor, keys.sent, keys.attempts, keys.stats],
+                arguments: [Array(worker.utf8), leaseMilliseconds.redisArgument]
+            )
+            if reply.isNull { return nil }
+            guard let parts = reply.array, parts.count == 4, let shard = parts[0].integer, let fence = parts[1].integer,
+                let cursor = parts[2].integer, let attempts = parts[3].integer
+            else { throw connection.unexpected("the claim script", reply) }
+            // The list is immutable while we hold the lease, so its length needs no atomicity.
+            let length = try connection.integer(try connection.checkedCommand([Array("LLEN".utf8), keys.shard(shard)]), "LLEN")
+            return ShardLease(
+                campaign: campaign, shard: shard, owner: "\(worker)|\(fence)", fence: fence, cursor: cursor,
+                attempts: attempts, tokenCount: length
+            )
+        }
+    }
+
+    /// Reads up to `count` tokens of a held shard from `index`, raising the shard's `sent` mark to
+    /// the end of what was returned (tokens read count as handed to a sender).
+    /// - Parameters:
+    ///   - index: The first index to read, from 0.
+    ///   - count: How many tokens at most; the worker's read window (e.g. 100).
+    /// - Returns: The tokens (empty past the end, or when `count` < 1), or nil when the lease was lost.
+    public func read(_ lease: ShardLease, from index: Int, count: Int) async throws -> [DeviceToken]? {
+        let keys = CampaignKeys(lease.campaign)
+        return try await self.client.withConnection { connection -> [DeviceToken]? in
+            let reply = try connection.checkedEvaluate(
+                "read", CampaignScripts.read,
+                keys: [keys.owner, keys.sent, keys.shard(lease.shard)],
+                arguments: [lease.shard.redisArgument, Array(lease.owner.utf8), index.redisArgument, count.redisArgument]
+            )
+            if reply.isNull { return nil }
+            guard let items = reply.array else { throw connection.unexpected("the read script", reply) }
+            var tokens: [DeviceToken] = []
+            tokens.reserveCapacity(items.count)
+            for item in items {
+                guard let bytes = item.bytes, let token = try? DeviceToken(bytes: bytes) else {
+                    throw connection.unexpected("the read script (shard \(lease.shard))", item)
+                }
+                tokens.append(token)
+            }
+            return tokens
+        }
+    }
+
+    /// Records outcomes of a held shard and extends its lease. With zero deltas and no rejections it
+    /// is the heartbeat; call it at least every third of the lease.
+    ///
+    /// Cheap and O(rejections): one script call, one `HINCRBY` per delta and per rejection, one
+    /// stream entry per rejection.
+    /// - Parameters:
+    ///   - cursor: The first index without an outcome. Never lowers the stored cursor.
+    ///   - accepted: Tokens accepted since the last checkpoint.
+    ///   - rejections: Tokens rejected since the last checkpoint; each becomes an event and bumps `rejected:<reason>`.
+    ///   - resent: Tokens this worker sent again since the last checkpoint.
+    ///   - leaseMilliseconds: The new lease length from now, by Redis' clock.
+    /// - Returns: `.ok` with the campaign's status (pause or cancel reaches workers here), or `.leaseLost`.
+    public func checkpoint(
+        _ lease: ShardLease, cursor: Int, accepted: Int, rejections: [Rejection], resent: Int, leaseMilliseconds: Int
+    ) async throws -> CheckpointResult {
+        let keys = CampaignKeys(lease.campaign)
+        var arguments: [[UInt8]] = [
+            lease.shard.redisArgument, Array(lease.owner.utf8), cursor.redisArgument, accepted.redisArgument,
+            resent.redisArgument, leaseMilliseconds.redisArgument,
+        ]
+        arguments.reserveCapacity(arguments.count + 3 * rejections.count)
+        for rejection in rejections {
+            arguments.append(rejection.token.bytes)
+            arguments.append(Array(rejection.reason.utf8))
+            arguments.append((rejection.timestampMilliseconds ?? 0).redisArgument)
+        }
+        return try await self.client.withConnection { [arguments] connection -> CheckpointResult in
+            let reply = try connection.checkedEvaluate(
+                "checkpoint", CampaignScripts.checkpoint,
+                keys: [keys.owner, keys.cursor, keys.leases, keys.stats, keys.events, keys.meta], arguments: arguments
+            )
+            if reply == .integer(0) { return .leaseLost }
+            guard let text = reply.string, let status = CampaignQueueStatus(rawValue: text) else {
+                throw connection.unexpected("the checkpoint script", reply)
+            }
+            return .ok(status)
+        }
+    }
+
+    /// Finishes a held shard whose every token has an outcome: deletes its list and bookkeeping,
+    /// counts it in `done_shards` and adds a `shard_done` event.
+    /// - Returns: false when the lease was lost (nothing changed).
+    public func complete(_ lease: ShardLease) async throws -> Bool {
+        let keys = CampaignKeys(lease.campaign)
+        return try await self.client.withConnection { connection in
+            let reply = try connection.checkedEvaluate(
+                "complete", CampaignScripts.complete,
+                keys: [keys.owner, keys.cursor, keys.leases, keys.sent, keys.stats, keys.events, keys.shard(lease.shard)],
+                arguments: [lease.shard.redisArgument, Array(lease.owner.utf8)]
+            )
+            return try connection.integer(reply, "the complete script") == 1
+        }
+    }
+
+    /// Gives a held shard back to the front of pending; the next holder resumes at `cursor`.
+    ///
+    /// The shard's `sent` mark is lowered to the cursor, so the next claim counts no re-sends: a live
+    /// worker knows which tokens at or past `cursor` it really wrote, and reports them as `resent`
+    /// in a checkpoint before releasing if they may have been delivered.
+    /// - Parameters:
+    ///   - cursor: The first index without an outcome. Never lowers the stored cursor.
+    ///   - countAttempt: Whether this counts as a failed attempt (true after errors; false on a graceful drain).
+    /// - Returns: false when the lease was lost (nothing changed).
+    public func release(_ lease: ShardLease, cursor: Int, countAttempt: Bool) async throws -> Bool {
+        let keys = CampaignKeys(lease.campaign)
+        return try await self.client.withConnection { connection in
+            let reply = try connection.checkedEvaluate(
+                "release", CampaignScripts.release,
+                keys: [keys.owner, keys.cursor, keys.leases, keys.pending, keys.attempts, keys.sent],
+                arguments: [
+                    lease.shard.redisArgument, Array(lease.owner.utf8), cursor.redisArgument, (countAttempt ? 1 : 0).redisArgument,
+                ]
+            )
+            return try connection.integer(reply, "the release script") == 1
+        }
+    }
+}

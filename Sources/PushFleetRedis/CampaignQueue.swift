@@ -1,0 +1,63 @@
+/// The Redis side of campaigns: staged shards, leases, checkpoints, counters and events.
+///
+/// A campaign's keys share the hash tag `{<campaign id>}` (see the key list in `CampaignKeys`), and
+/// every change to more than one of them is one Lua script (`CampaignScripts`), atomic and fenced.
+/// The per-topic set `pf:active:<topic>:<environment>` has no tag and is changed by single commands.
+///
+/// - Launch: ``stageShard(campaign:shard:tokens:)``, ``publish(_:)``, or ``discard(campaign:shardCount:)``.
+/// - Workers: ``claim(campaign:worker:leaseMilliseconds:)``, ``read(_:from:count:)``,
+///   ``checkpoint(_:cursor:accepted:rejections:resent:leaseMilliseconds:)``, ``complete(_:)``,
+///   ``release(_:cursor:countAttempt:)``.
+/// - Coordinator: ``counters(campaign:)``, ``events(campaign:after:count:)``,
+///   ``reapExpiredLeases(campaign:maximumAttempts:)``, ``remove(campaign:topic:environment:)``.
+///
+/// Each call is one hop to the client's Redis thread. Run Redis with `maxmemory-policy noeviction`.
+public struct CampaignQueue: Sendable {
+    /// The client every call goes through.
+    public let client: RedisClient
+
+    /// Shard ids reaped per ``reapExpiredLeases(campaign:maximumAttempts:)`` call, at most, so one
+    /// call never stalls Redis; the coordinator's next pass takes the rest.
+    public static let reapLimit = 1000
+
+    /// Tokens per `RPUSH` when staging, and keys per `DEL` when deleting.
+    static let batchSize = 1000
+
+    public init(client: RedisClient) {
+        self.client = client
+    }
+
+    /// Deletes every key of the campaign, shard lists `0..<shardCount` included (or, when
+    /// `shardCount` is nil, whatever `SCAN` finds under the campaign's prefix).
+    static func deleteAll(_ keys: CampaignKeys, shardCount: Int?, on connection: RedisConnection) throws(RedisError) {
+        var doomed = keys.fixed
+        if let shardCount {
+            doomed += (0..<max(0, shardCount)).map { keys.shard($0) }
+        } else {
+            doomed += try self.scan(keys.pattern, on: connection)
+        }
+        var commands: [[[UInt8]]] = []
+        for start in stride(from: 0, to: doomed.count, by: Self.batchSize) {
+            commands.append([Array("DEL".utf8)] + doomed[start..<min(start + Self.batchSize, doomed.count)])
+        }
+        _ = try connection.checkedPipeline(commands)
+    }
+
+    /// Every key matching `pattern`, by `SCAN` (never `KEYS`, which blocks the server).
+    static func scan(_ pattern: [UInt8], on connection: RedisConnection) throws(RedisError) -> [[UInt8]] {
+        var cursor: [UInt8] = Array("0".utf8)
+        var found: [[UInt8]] = []
+        repeat {
+            let reply = try connection.checkedCommand(RedisCommand.arguments("SCAN", cursor, "MATCH", pattern, "COUNT", 1000))
+            guard let parts = reply.array, parts.count == 2, let next = parts[0].bytes, let batch = parts[1].array else {
+                throw connection.unexpected("SCAN", reply)
+            }
+            for key in batch {
+                guard let bytes = key.bytes else { throw connection.unexpected("SCAN", reply) }
+                found.append(bytes)
+            }
+            cursor = next
+        } while cursor != Array("0".utf8)
+        return found
+    }
+}

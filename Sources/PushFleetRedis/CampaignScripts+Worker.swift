@@ -1,0 +1,109 @@
+extension CampaignScripts {
+    /// Leases the first pending shard of a running campaign. When the shard comes back with tokens
+    /// handed to a sender past its cursor (a dead holder's unconfirmed window), counts them as
+    /// `resent` and lowers `sent` to the cursor, so they are counted once.
+    ///
+    /// KEYS: 1 meta, 2 pending, 3 leases, 4 owner, 5 fence, 6 cursor, 7 sent, 8 attempts, 9 stats.
+    /// ARGV: 1 worker, 2 lease_ms.
+    /// Returns nil (not running, or nothing pending) or {shard, fence, cursor, attempts}.
+    static let claim = RedisScript(
+        """
+        if redis.call('HGET', KEYS[1], 'status') ~= 'running' then return false end
+        local sid = redis.call('LPOP', KEYS[2])
+        if not sid then return false end
+        \(now)
+        local fence = redis.call('INCR', KEYS[5])
+        redis.call('ZADD', KEYS[3], now + tonumber(ARGV[2]), sid)
+        redis.call('HSET', KEYS[4], sid, ARGV[1] .. '|' .. fence)
+        local cursor = tonumber(redis.call('HGET', KEYS[6], sid) or '0')
+        local sent = tonumber(redis.call('HGET', KEYS[7], sid) or '0')
+        if sent > cursor then
+          redis.call('HINCRBY', KEYS[9], 'resent', sent - cursor)
+          redis.call('HSET', KEYS[7], sid, cursor)
+        end
+        return {tonumber(sid), fence, cursor, tonumber(redis.call('HGET', KEYS[8], sid) or '0')}
+        """
+    )
+
+    /// Reads a window of a held shard and raises `sent` to its end.
+    ///
+    /// KEYS: 1 owner, 2 sent, 3 shard list. ARGV: 1 shard, 2 worker|fence, 3 start index, 4 count.
+    /// Returns nil (lease lost) or the tokens (empty past the end, or for a negative start or count < 1).
+    static let read = RedisScript(
+        """
+        if redis.call('HGET', KEYS[1], ARGV[1]) ~= ARGV[2] then return false end
+        local start, count = tonumber(ARGV[3]), tonumber(ARGV[4])
+        if start < 0 or count <= 0 then return {} end
+        local items = redis.call('LRANGE', KEYS[3], start, start + count - 1)
+        local reached = start + #items
+        if reached > tonumber(redis.call('HGET', KEYS[2], ARGV[1]) or '0') then
+          redis.call('HSET', KEYS[2], ARGV[1], reached)
+        end
+        return items
+        """
+    )
+
+    /// Records outcomes of a held shard and extends its lease; with zero deltas, a heartbeat.
+    /// O(rejections): one HINCRBY and one XADD per rejection.
+    ///
+    /// KEYS: 1 owner, 2 cursor, 3 leases, 4 stats, 5 events, 6 meta.
+    /// ARGV: 1 shard, 2 worker|fence, 3 cursor, 4 accepted, 5 resent, 6 lease_ms,
+    ///       then per rejection: token bytes, reason, timestamp ms (0 = none).
+    /// Returns 0 (lease lost) or the campaign status.
+    static let checkpoint = RedisScript(
+        """
+        if redis.call('HGET', KEYS[1], ARGV[1]) ~= ARGV[2] then return 0 end
+        local cursor = tonumber(ARGV[3])
+        if cursor > tonumber(redis.call('HGET', KEYS[2], ARGV[1]) or '0') then
+          redis.call('HSET', KEYS[2], ARGV[1], cursor)
+        end
+        if ARGV[4] ~= '0' then redis.call('HINCRBY', KEYS[4], 'accepted', ARGV[4]) end
+        if ARGV[5] ~= '0' then redis.call('HINCRBY', KEYS[4], 'resent', ARGV[5]) end
+        for i = 7, #ARGV, 3 do
+          redis.call('HINCRBY', KEYS[4], 'rejected:' .. ARGV[i + 1], 1)
+          redis.call('XADD', KEYS[5], '*', 'k', 'rejected', 's', ARGV[1], 't', ARGV[i], 'r', ARGV[i + 1], 'ts', ARGV[i + 2])
+        end
+        \(now)
+        redis.call('ZADD', KEYS[3], now + tonumber(ARGV[6]), ARGV[1])
+        return redis.call('HGET', KEYS[6], 'status') or 'cancelled'
+        """
+    )
+
+    /// Finishes a held shard: its list and bookkeeping go, `done_shards` and an event record it.
+    ///
+    /// KEYS: 1 owner, 2 cursor, 3 leases, 4 sent, 5 stats, 6 events, 7 shard list.
+    /// ARGV: 1 shard, 2 worker|fence. Returns 1, or 0 when the lease was lost.
+    static let complete = RedisScript(
+        """
+        if redis.call('HGET', KEYS[1], ARGV[1]) ~= ARGV[2] then return 0 end
+        redis.call('HDEL', KEYS[1], ARGV[1])
+        redis.call('HDEL', KEYS[2], ARGV[1])
+        redis.call('ZREM', KEYS[3], ARGV[1])
+        redis.call('HDEL', KEYS[4], ARGV[1])
+        redis.call('DEL', KEYS[7])
+        redis.call('HINCRBY', KEYS[5], 'done_shards', 1)
+        redis.call('XADD', KEYS[6], '*', 'k', 'shard_done', 's', ARGV[1])
+        return 1
+        """
+    )
+
+    /// Gives a held shard back, to the front of pending, resuming at the (raised) cursor. `sent` is
+    /// lowered to the cursor: the releasing worker is alive and reports its own re-sends.
+    ///
+    /// KEYS: 1 owner, 2 cursor, 3 leases, 4 pending, 5 attempts, 6 sent.
+    /// ARGV: 1 shard, 2 worker|fence, 3 cursor, 4 count_attempt (1 or 0).
+    /// Returns 1, or 0 when the lease was lost.
+    static let release = RedisScript(
+        """
+        if redis.call('HGET', KEYS[1], ARGV[1]) ~= ARGV[2] then return 0 end
+        local cursor = math.max(tonumber(ARGV[3]), tonumber(redis.call('HGET', KEYS[2], ARGV[1]) or '0'))
+        redis.call('HSET', KEYS[2], ARGV[1], cursor)
+        redis.call('HSET', KEYS[6], ARGV[1], cursor)
+        redis.call('HDEL', KEYS[1], ARGV[1])
+        redis.call('ZREM', KEYS[3], ARGV[1])
+        if ARGV[4] == '1' then redis.call('HINCRBY', KEYS[5], ARGV[1], 1) end
+        redis.call('LPUSH', KEYS[4], ARGV[1])
+        return 1
+        """
+    )
+}

@@ -1,0 +1,66 @@
+/// The Lua scripts of ``CampaignQueue``. Each declares every key it touches in `KEYS` (all of one
+/// campaign, so one Cluster slot), reads lease time from Redis `TIME`, and stays O(its arguments).
+///
+/// Fenced scripts first compare `pf:{C}:owner[shard]` with the caller's `worker|fence` and return
+/// 0 (or nil) when it differs: a stale worker learns it lost the lease and changes nothing.
+enum CampaignScripts {
+    /// Sets `now` to Redis' clock in milliseconds.
+    static let now = """
+        local t = redis.call('TIME')
+        local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+        """
+
+    /// Makes the campaign claimable, once.
+    ///
+    /// KEYS: 1 meta, 2 pending.
+    /// ARGV: 1 shard count, 2… field/value pairs of the meta hash.
+    /// Returns 1 when published, 0 when the meta hash already existed (nothing changed).
+    static let publish = RedisScript(
+        """
+        if redis.call('EXISTS', KEYS[1]) == 1 then return 0 end
+        redis.call('HSET', KEYS[1], unpack(ARGV, 2))
+        redis.call('DEL', KEYS[2])
+        local batch = {}
+        for sid = 0, tonumber(ARGV[1]) - 1 do
+          batch[#batch + 1] = sid
+          if #batch == 1000 then redis.call('RPUSH', KEYS[2], unpack(batch)); batch = {} end
+        end
+        if #batch > 0 then redis.call('RPUSH', KEYS[2], unpack(batch)) end
+        return 1
+        """
+    )
+
+    /// Changes the status of a published campaign; never creates the meta hash.
+    ///
+    /// KEYS: 1 meta. ARGV: 1 status. Returns 1, or 0 when the campaign is not published.
+    static let setStatus = RedisScript(
+        """
+        if redis.call('EXISTS', KEYS[1]) == 0 then return 0 end
+        redis.call('HSET', KEYS[1], 'status', ARGV[1])
+        return 1
+        """
+    )
+
+    /// Returns expired leases' shards to the front of pending, or to the dead list once they have
+    /// lost `max_attempts` holders. The owner is dropped; cursor and sent stay for the next holder.
+    ///
+    /// KEYS: 1 leases, 2 owner, 3 pending, 4 attempts, 5 dead.
+    /// ARGV: 1 max_attempts, 2 limit (shards per call).
+    /// Returns how many leases were reaped.
+    static let reap = RedisScript(
+        """
+        \(now)
+        local expired = redis.call('ZRANGEBYSCORE', KEYS[1], '-inf', now, 'LIMIT', 0, tonumber(ARGV[2]))
+        for _, sid in ipairs(expired) do
+          redis.call('ZREM', KEYS[1], sid)
+          redis.call('HDEL', KEYS[2], sid)
+          if redis.call('HINCRBY', KEYS[4], sid, 1) >= tonumber(ARGV[1]) then
+            redis.call('RPUSH', KEYS[5], sid)
+          else
+            redis.call('LPUSH', KEYS[3], sid)
+          end
+        end
+        return #expired
+        """
+    )
+}

@@ -1,0 +1,17 @@
+public import PushFleetCore
+
+/// A token APNs refused, with its reason, as recorded by a checkpoint.
+public struct Rejection: Hashable, Sendable {
+    /// The refused token.
+    public var token: DeviceToken
+    /// APNs' reason string (`BadDeviceToken`, `Unregistered`, `InvalidToken`, …).
+    public var reason: String
+    /// When APNs says the token stopped being valid (HTTP/2 410, feedback), in milliseconds since 1970.
+    public var timestampMilliseconds: Int64?
+
+    public init(token: DeviceToken, reason: String, timestampMilliseconds: Int64? = nil) {
+        self.token = token
+        self.reason = reason
+        self.timestampMilliseconds = timestampMilliseconds
+    }
+}

@@ -1,0 +1,124 @@
+import Foundation
+import PushFleetCore
+import PushFleetRedis
+import PushFleetTestSupport
+import Testing
+
+/// CampaignQueue on the real Redis: launch, the life of a shard, events, removal.
+@Suite struct RedisCampaignQueueTests {
+    @Test func aShardFromStagingToCompletion() async throws {
+        let fixture = try RedisQueueFixture()
+        let queue = fixture.queue
+        let tokens = try await fixture.launch([3, 2])
+        #expect(try await queue.descriptor(campaign: fixture.campaign) == fixture.descriptor(shardCount: 2, totalTokens: 5))
+        #expect(try await queue.activeCampaigns(topic: fixture.topic, environment: "sandbox").contains(fixture.campaign))
+        #expect(try await queue.pendingCount(campaign: fixture.campaign) == 2)
+
+        let lease = try #require(try await queue.claim(campaign: fixture.campaign, worker: "w1", leaseMilliseconds: 30_000))
+        #expect(lease == ShardLease(campaign: fixture.campaign, shard: 0, owner: "w1|1", fence: 1, cursor: 0, attempts: 0, tokenCount: 3))
+        #expect(try await queue.leaseCount(campaign: fixture.campaign) == 1)
+        #expect(try await queue.read(lease, from: 0, count: 2) == Array(tokens[0][0..<2]))
+        #expect(try await queue.read(lease, from: 2, count: 100) == [tokens[0][2]])
+        #expect(try await queue.read(lease, from: 3, count: 100) == [])
+
+        let rejection = Rejection(token: tokens[0][1], reason: "BadDeviceToken", timestampMilliseconds: 1_700_000_000_123)
+        let result = try await queue.checkpoint(lease, cursor: 3, accepted: 2, rejections: [rejection], resent: 0, leaseMilliseconds: 30_000)
+        #expect(result == .ok(.running))
+        #expect(try await queue.counters(campaign: fixture.campaign) == CampaignCounters(accepted: 2, rejected: ["BadDeviceToken": 1]))
+        let first = try await queue.events(campaign: fixture.campaign, after: "0-0", count: 100)
+        #expect(first.map(\.event) == [.rejected(rejection, shard: 0)])
+
+        #expect(try await queue.complete(lease))
+        #expect(try await queue.counters(campaign: fixture.campaign).doneShards == 1)
+        #expect(try await queue.leaseCount(campaign: fixture.campaign) == 0)
+        let after = try await queue.events(campaign: fixture.campaign, after: try #require(first.last).id, count: 100)
+        #expect(after.map(\.event) == [.shardDone(shard: 0)])
+        let keys = try await fixture.keys()
+        #expect(!keys.contains("pf:{\(fixture.id)}:s:0"))
+        #expect(keys.contains("pf:{\(fixture.id)}:s:1"))
+        try await fixture.shutdown()
+    }
+
+    @Test func publishingTwiceChangesNothing() async throws {
+        let fixture = try RedisQueueFixture()
+        try await fixture.launch([1, 1, 1])
+        let lease = try #require(try await fixture.queue.claim(campaign: fixture.campaign, worker: "w", leaseMilliseconds: 30_000))
+        try await fixture.queue.setStatus(campaign: fixture.campaign, .paused)
+        try await fixture.queue.publish(fixture.descriptor(shardCount: 3, totalTokens: 3))
+        #expect(try await fixture.pending() == [1, 2])
+        #expect(try await fixture.queue.descriptor(campaign: fixture.campaign)?.status == .paused)
+        #expect(try await fixture.heartbeat(lease) == .ok(.paused))
+        try await fixture.shutdown()
+    }
+
+    @Test func stagingKeepsOrderAndBinaryTokensAcrossLargeShards() async throws {
+        let fixture = try RedisQueueFixture()
+        let odd = try DeviceToken(bytes: [0, 0, 0x0D, 0x0A, 0, 0xFF, 0])  // NULs, CR LF, not 32 bytes
+        let big = TestTokens.tokens(2_500, seed: 3) + [odd]
+        try await fixture.queue.stageShard(campaign: fixture.campaign, shard: 0, tokens: [TestTokens.token(1)])
+        try await fixture.queue.stageShard(campaign: fixture.campaign, shard: 0, tokens: big)  // replaces
+        try await fixture.queue.publish(fixture.descriptor(shardCount: 1, totalTokens: big.count))
+        let lease = try #require(try await fixture.queue.claim(campaign: fixture.campaign, worker: "w", leaseMilliseconds: 30_000))
+        #expect(lease.tokenCount == 2_501)
+        var read: [DeviceToken] = []
+        while let window = try await fixture.queue.read(lease, from: read.count, count: 1_000), !window.isEmpty { read += window }
+        #expect(read == big)
+        try await fixture.shutdown()
+    }
+
+    @Test func eventsPageAfterAnIdAndTrimThroughOne() async throws {
+        let fixture = try RedisQueueFixture()
+        let tokens = try await fixture.launch([5])[0]
+        let lease = try #require(try await fixture.queue.claim(campaign: fixture.campaign, worker: "w", leaseMilliseconds: 30_000))
+        let rejections = tokens.map { Rejection(token: $0, reason: "Unregistered") }
+        _ = try await fixture.queue.checkpoint(lease, cursor: 5, accepted: 0, rejections: rejections, resent: 0, leaseMilliseconds: 30_000)
+        #expect(try await fixture.queue.counters(campaign: fixture.campaign).rejected == ["Unregistered": 5])
+
+        let page = try await fixture.queue.events(campaign: fixture.campaign, after: "0-0", count: 2)
+        #expect(page.map(\.event) == rejections[0..<2].map { .rejected($0, shard: 0) })
+        let rest = try await fixture.queue.events(campaign: fixture.campaign, after: page[1].id, count: 100)
+        #expect(rest.map(\.event) == rejections[2...].map { .rejected($0, shard: 0) })
+
+        try await fixture.queue.trimEvents(campaign: fixture.campaign, through: page[1].id)
+        let left = try await fixture.queue.events(campaign: fixture.campaign, after: "0-0", count: 100)
+        #expect(left.map(\.id) == rest.map(\.id))
+        try await fixture.queue.trimEvents(campaign: fixture.campaign, through: try #require(rest.last).id)
+        #expect(try await fixture.queue.events(campaign: fixture.campaign, after: "0-0", count: 100).isEmpty)
+        try await fixture.shutdown()
+    }
+
+    @Test func removeDeletesEveryKeyAndTheActiveEntry() async throws {
+        let fixture = try RedisQueueFixture()
+        let tokens = try await fixture.launch([2, 2, 2])
+        let done = try #require(try await fixture.queue.claim(campaign: fixture.campaign, worker: "w", leaseMilliseconds: 30_000))
+        _ = try await fixture.queue.read(done, from: 0, count: 2)
+        let rejection = Rejection(token: tokens[0][0], reason: "BadDeviceToken")
+        _ = try await fixture.queue.checkpoint(done, cursor: 2, accepted: 1, rejections: [rejection], resent: 0, leaseMilliseconds: 30_000)
+        #expect(try await fixture.queue.complete(done))
+        let held = try #require(try await fixture.queue.claim(campaign: fixture.campaign, worker: "w", leaseMilliseconds: 150))
+        _ = try await fixture.queue.read(held, from: 0, count: 1)
+        try await fixture.reap(1, maximumAttempts: 1)  // shard 1 dies; shard 2 stays pending
+        #expect(try await fixture.keys().count >= 8)
+
+        try await fixture.queue.remove(campaign: fixture.campaign, topic: fixture.topic, environment: "sandbox")
+        #expect(try await fixture.keys() == [])
+        #expect(!(try await fixture.queue.activeCampaigns(topic: fixture.topic, environment: "sandbox").contains(fixture.campaign)))
+        #expect(try await fixture.queue.descriptor(campaign: fixture.campaign) == nil)
+        try await fixture.shutdown()
+    }
+
+    @Test func discardDeletesAStagedOrPublishedCampaign() async throws {
+        let fixture = try RedisQueueFixture()
+        let shards = [(shard: 0, tokens: TestTokens.tokens(3)), (shard: 1, tokens: TestTokens.tokens(3))]
+        try await fixture.queue.stageShards(campaign: fixture.campaign, shards: shards)
+        #expect(try await fixture.keys().count == 2)
+        try await fixture.queue.discard(campaign: fixture.campaign, shardCount: 2)
+        #expect(try await fixture.keys() == [])
+
+        try await fixture.launch([1, 1])
+        try await fixture.queue.discard(campaign: fixture.campaign, shardCount: 2)
+        #expect(try await fixture.keys() == [])
+        #expect(!(try await fixture.queue.activeCampaigns(topic: fixture.topic, environment: "sandbox").contains(fixture.campaign)))
+        try await fixture.shutdown()
+    }
+}
