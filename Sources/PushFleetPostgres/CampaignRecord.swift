@@ -1,0 +1,58 @@
+public import Foundation
+
+/// A campaign's definition summary and progress as Postgres holds it (at most about one coordinator
+/// interval behind the workers).
+public struct CampaignRecord: Sendable, Hashable {
+    public var id: UUID
+    public var topic: String
+    public var environment: String
+    public var state: CampaignState
+    /// Eligible tokens.
+    public var total: Int
+    public var shardCount: Int
+    /// Tokens APNs accepted.
+    public var accepted: Int
+    /// Tokens APNs rejected, by reason string.
+    public var rejected: [String: Int]
+    /// Notifications sent more than once after a crash or a silent drop (not an outcome; a cost).
+    public var resent: Int
+    /// Tokens never sent because the operator cancelled.
+    public var cancelled: Int
+    /// Shards whose every token has an outcome.
+    public var doneShards: Int
+    public var duplicatesDropped: Int
+    public var createdAt: Date
+    /// Set the first time the campaign enters ``CampaignState/running``.
+    public var startedAt: Date?
+    /// Set when the campaign enters a final state.
+    public var finishedAt: Date?
+    /// The last Redis stream id applied to this record; `0-0` before any.
+    public var lastEventID: String
+
+    /// Tokens without an outcome yet.
+    public var pending: Int { total - accepted - rejected.values.reduce(0, +) - cancelled }
+
+    public init(
+        id: UUID, topic: String, environment: String, state: CampaignState, total: Int, shardCount: Int,
+        accepted: Int = 0, rejected: [String: Int] = [:], resent: Int = 0, cancelled: Int = 0, doneShards: Int = 0,
+        duplicatesDropped: Int = 0, createdAt: Date, startedAt: Date? = nil, finishedAt: Date? = nil,
+        lastEventID: String = "0-0"
+    ) {
+        self.id = id
+        self.topic = topic
+        self.environment = environment
+        self.state = state
+        self.total = total
+        self.shardCount = shardCount
+        self.accepted = accepted
+        self.rejected = rejected
+        self.resent = resent
+        self.cancelled = cancelled
+        self.doneShards = doneShards
+        self.duplicatesDropped = duplicatesDropped
+        self.createdAt = createdAt
+        self.startedAt = startedAt
+        self.finishedAt = finishedAt
+        self.lastEventID = lastEventID
+    }
+}

@@ -1,0 +1,85 @@
+public import Foundation
+import PostgresNIO
+public import PushFleetCore
+
+extension CampaignStore {
+    /// The columns of a ``CampaignRecord``, rejections as two parallel arrays. A constant: callers add
+    /// their `WHERE` with bound values.
+    static let selectCampaigns = """
+        SELECT c.campaign_id, a.topic, a.environment, c.state, c.total_tokens, c.shard_count, c.accepted, c.resent,
+               c.cancelled, c.done_shards, c.duplicates_dropped, c.created_at, c.started_at, c.finished_at, c.last_event_id,
+               ARRAY(SELECT r.reason FROM campaign_rejections r WHERE r.campaign_id = c.campaign_id ORDER BY r.reason),
+               ARRAY(SELECT r.count FROM campaign_rejections r WHERE r.campaign_id = c.campaign_id ORDER BY r.reason)
+        FROM campaigns c JOIN apps a USING (app_id)
+        """
+
+    static func record(_ row: PostgresRow) throws -> CampaignRecord {
+        let (id, topic, environment, state, total, shards, accepted, resent, cancelled, done, duplicates) = try row.decode(
+            (UUID, String, String, String, Int, Int, Int, Int, Int, Int, Int).self
+        )
+        // The rest by cell, to keep the tuple short.
+        let cells = Array(row)
+        let (createdAt, startedAt, finishedAt) = (try cells[11].decode(Date.self), try cells[12].decode(Date?.self), try cells[13].decode(Date?.self))
+        let (lastEventID, reasons, counts) = (try cells[14].decode(String.self), try cells[15].decode([String].self), try cells[16].decode([Int].self))
+        guard let state = CampaignState(rawValue: state) else {
+            throw PostgresStoreError.invalidInput("campaign \(id) has an unknown state '\(state)'")
+        }
+        return CampaignRecord(
+            id: id, topic: topic, environment: environment, state: state, total: total, shardCount: shards,
+            accepted: accepted, rejected: Dictionary(zip(reasons, counts), uniquingKeysWith: max), resent: resent,
+            cancelled: cancelled, doneShards: done, duplicatesDropped: duplicates, createdAt: createdAt,
+            startedAt: startedAt, finishedAt: finishedAt, lastEventID: lastEventID
+        )
+    }
+
+    /// The campaign's definition as launch wrote it (payload, headers, shard sizes), or `nil`. For
+    /// rebuilding a campaign's Redis half from Postgres.
+    public func campaignDefinition(_ id: UUID) async throws -> NewCampaign? {
+        try await self.withConnection("read the definition of campaign \(id)") { connection in
+            let rows = try await connection.query(
+                """
+                SELECT a.topic, a.environment, c.payload, c.push_type, c.priority, c.expiration, c.collapse_id,
+                       c.shard_size, c.total_tokens, c.duplicates_dropped,
+                       ARRAY(SELECT s.token_count FROM campaign_shards s WHERE s.campaign_id = c.campaign_id ORDER BY s.shard)
+                FROM campaigns c JOIN apps a USING (app_id) WHERE c.campaign_id = \(id)
+                """,
+                logger: self.logger
+            )
+            for try await row in rows {
+                let (topic, environment, payload, pushType, priority, expiration, collapseID, shardSize, total, duplicates, shards) =
+                    try row.decode((String, String, ByteBuffer, String, Int, Int, String?, Int, Int, Int, [Int]).self)
+                return NewCampaign(
+                    id: id, topic: topic, environment: environment, payload: Array(payload.readableBytesView),
+                    pushType: pushType, priority: priority, expiration: expiration, collapseID: collapseID,
+                    shardSize: shardSize, shardTokenCounts: shards, totalTokens: total, duplicatesDropped: duplicates
+                )
+            }
+            return nil
+        }
+    }
+
+    /// The tokens APNs rejected in a campaign, in ascending byte order, one page at a time.
+    /// - Parameters:
+    ///   - after: the last token of the previous page; `nil` for the first page.
+    ///   - limit: the most rows to return. Defaults to 10,000.
+    public func tokenFailures(campaign id: UUID, after: DeviceToken? = nil, limit: Int = 10_000) async throws -> [AppliedRejection] {
+        guard limit > 0 else { return [] }
+        let start = after?.byteBuffer ?? ByteBuffer()
+        return try await self.withConnection("read token failures of campaign \(id)") { connection in
+            let rows = try await connection.query(
+                """
+                SELECT token, reason, shard, apns_timestamp FROM token_failures
+                WHERE campaign_id = \(id) AND token > \(start) ORDER BY token LIMIT \(limit)
+                """,
+                logger: self.logger
+            )
+            var failures: [AppliedRejection] = []
+            for try await (token, reason, shard, timestamp) in rows.decode((ByteBuffer, String, Int, Int64?).self) {
+                failures.append(
+                    AppliedRejection(token: try DeviceToken(postgres: token), reason: reason, shard: shard, apnsTimestampMilliseconds: timestamp)
+                )
+            }
+            return failures
+        }
+    }
+}

@@ -1,0 +1,112 @@
+public import Foundation
+import PostgresNIO
+
+extension CampaignStore {
+    /// Writes a new campaign (state `pending`) and one `campaign_shards` row per entry of
+    /// `shardTokenCounts`, in one transaction.
+    /// - Returns: `false`, changing nothing, if a campaign with this id exists already (a re-run launch).
+    /// - Throws: ``PostgresStoreError`` with code `invalidInput` when the shard counts do not add up to
+    ///   `totalTokens`, or a count, the shard size or the environment is out of range.
+    public func createCampaign(_ campaign: NewCampaign) async throws -> Bool {
+        guard campaign.shardTokenCounts.allSatisfy({ $0 >= 0 }), campaign.shardSize > 0 else {
+            throw PostgresStoreError.invalidInput("campaign \(campaign.id): shard sizes must be positive and token counts not negative")
+        }
+        let sum = campaign.shardTokenCounts.reduce(0, +)
+        guard sum == campaign.totalTokens else {
+            throw PostgresStoreError.invalidInput(
+                "campaign \(campaign.id): its \(campaign.shardTokenCounts.count) shards hold \(sum) tokens, but the total is \(campaign.totalTokens)"
+            )
+        }
+        return try await self.withTransaction("create campaign \(campaign.id)") { connection in
+            let app = try await self.appID(topic: campaign.topic, environment: campaign.environment, on: connection)
+            let c = campaign
+            let inserted = try await connection.query(
+                """
+                INSERT INTO campaigns (campaign_id, app_id, payload, push_type, priority, expiration, collapse_id,
+                                       shard_size, shard_count, total_tokens, duplicates_dropped)
+                VALUES (\(c.id), \(app), \(ByteBuffer(bytes: c.payload)), \(c.pushType), \(c.priority), \(c.expiration),
+                        \(c.collapseID), \(c.shardSize), \(c.shardTokenCounts.count), \(c.totalTokens), \(c.duplicatesDropped))
+                ON CONFLICT (campaign_id) DO NOTHING
+                RETURNING 1
+                """,
+                logger: self.logger
+            )
+            var created = false
+            for try await _ in inserted { created = true }
+            guard created else { return false }
+            try await connection.query(
+                """
+                INSERT INTO campaign_shards (campaign_id, shard, token_count)
+                SELECT \(c.id), s.ordinality - 1, s.count FROM unnest(\(c.shardTokenCounts)) WITH ORDINALITY AS s(count, ordinality)
+                """,
+                logger: self.logger
+            )
+            return true
+        }
+    }
+
+    /// The campaign with this id, or `nil`.
+    public func campaign(_ id: UUID) async throws -> CampaignRecord? {
+        try await self.withConnection("read campaign \(id)") { connection in
+            let rows = try await connection.query("\(unescaped: Self.selectCampaigns) WHERE c.campaign_id = \(id)", logger: self.logger)
+            for try await row in rows { return try Self.record(row) }
+            return nil
+        }
+    }
+
+    /// The campaigns in any of `states`, oldest first.
+    public func campaigns(in states: [CampaignState]) async throws -> [CampaignRecord] {
+        try await self.withConnection("list campaigns") { connection in
+            let rows = try await connection.query(
+                "\(unescaped: Self.selectCampaigns) WHERE c.state = ANY(\(states.map(\.rawValue))) ORDER BY c.created_at, c.campaign_id",
+                logger: self.logger
+            )
+            var records: [CampaignRecord] = []
+            for try await row in rows { records.append(try Self.record(row)) }
+            return records
+        }
+    }
+
+    /// Moves a campaign to `state` if it is in one of `allowed` (an empty list allows none).
+    /// Entering `running` sets `started_at` the first time; entering `completed`, `cancelled` or `failed`
+    /// sets `finished_at`.
+    /// - Returns: whether the campaign was in an allowed state (and so now is in `state`); `false` also
+    ///   for an unknown id.
+    public func setState(_ id: UUID, to state: CampaignState, from allowed: [CampaignState]) async throws -> Bool {
+        try await self.withConnection("set campaign \(id) to \(state)") { connection in
+            let rows = try await connection.query(
+                """
+                UPDATE campaigns SET
+                    state = \(state.rawValue),
+                    started_at = CASE WHEN \(state == .running) THEN COALESCE(started_at, now()) ELSE started_at END,
+                    finished_at = CASE WHEN \(state.isFinal) THEN COALESCE(finished_at, now()) ELSE finished_at END,
+                    updated_at = now()
+                WHERE campaign_id = \(id) AND state = ANY(\(allowed.map(\.rawValue)))
+                RETURNING 1
+                """,
+                logger: self.logger
+            )
+            var changed = false
+            for try await _ in rows { changed = true }
+            return changed
+        }
+    }
+
+    /// Records how many tokens the operator's cancel left unsent. Monotonic: a lower count than the
+    /// stored one changes nothing.
+    /// - Throws: ``PostgresStoreError`` with code `unknownCampaign` for an unknown id.
+    public func setCancelled(_ id: UUID, count: Int) async throws {
+        try await self.withConnection("record cancelled tokens of \(id)") { connection in
+            let rows = try await connection.query(
+                """
+                UPDATE campaigns SET cancelled = GREATEST(cancelled, \(count)), updated_at = now()
+                WHERE campaign_id = \(id) RETURNING 1
+                """,
+                logger: self.logger
+            )
+            var found = false
+            for try await _ in rows { found = true }
+            guard found else { throw PostgresStoreError.unknownCampaign(id) }
+        }
+    }
+}

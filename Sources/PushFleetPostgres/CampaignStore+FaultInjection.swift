@@ -1,0 +1,24 @@
+import PostgresNIO
+
+extension CampaignStore {
+    /// Ends the server session that holds the leadership lock `name`, as a Postgres restart or an
+    /// operator's `pg_terminate_backend` would. For fault-injection tests (`@testable import`).
+    /// - Returns: whether a session was ended.
+    func terminateLeader(named name: String) async throws -> Bool {
+        // pg_locks shows a bigint advisory key as its high half in classid, its low half in objid.
+        let key = UInt64(bitPattern: Self.lockKey(name))
+        return try await self.withConnection("terminate the leader of \(name)") { connection in
+            let rows = try await connection.query(
+                """
+                SELECT pg_terminate_backend(pid) FROM pg_locks
+                WHERE locktype = 'advisory' AND granted AND objsubid = 1
+                  AND classid::bigint = \(Int64(key >> 32)) AND objid::bigint = \(Int64(key & 0xFFFF_FFFF))
+                """,
+                logger: self.logger
+            )
+            var terminated = false
+            for try await ended in rows.decode(Bool.self) { terminated = terminated || ended }
+            return terminated
+        }
+    }
+}

@@ -1,0 +1,95 @@
+import PostgresNIO
+
+extension CampaignStore {
+    /// The lock name the coordinator uses.
+    public static let coordinatorLock = "pushfleet.coordinator"
+
+    /// Runs `body` if this process wins the leadership lock `name`, and holds the lock until `body` ends.
+    ///
+    /// The lock is a session-level `pg_try_advisory_lock` on a dedicated connection: it never waits,
+    /// and it dies with the connection, so a leader killed with `kill -9` frees it as soon as Postgres
+    /// notices the closed socket. While `body` runs, the connection is watched (closed at once; mute
+    /// for five ``PostgresConfiguration/leadershipCheckInterval``s); if it is lost, `body` is cancelled
+    /// and this throws ``PostgresStoreError`` with code `leadershipLost` once `body` has returned
+    /// (another process may lead by then).
+    /// - Parameter name: which lock; processes contend only for the same name. Defaults to
+    ///   ``coordinatorLock``.
+    /// - Returns: `body`'s result, or `nil` at once if another session holds the lock.
+    public func withLeadership<T: Sendable>(
+        named name: String = CampaignStore.coordinatorLock, _ body: @Sendable () async throws -> T
+    ) async throws -> T? {
+        let key = Self.lockKey(name)
+        return try await self.withDedicatedConnection("take the leadership lock \(name)") { connection -> T? in
+            let rows = try await connection.query("SELECT pg_try_advisory_lock(\(key))", logger: self.logger)
+            var acquired = false
+            for try await granted in rows.decode(Bool.self) { acquired = granted }
+            guard acquired else { return nil }
+            do {
+                let result = try await self.lead(on: connection, body)
+                await self.unlock(key, on: connection)
+                return result
+            } catch let error as PostgresStoreError where error.code == .leadershipLost {
+                throw error  // the connection is gone or mute: closing it is all that is left
+            } catch {
+                await self.unlock(key, on: connection)
+                throw error
+            }
+        }
+    }
+
+    /// Releases the lock before the connection closes (the server drops a closed session's locks a
+    /// moment later, and the next contender should not lose that race). Waits at most three check
+    /// intervals: a query on a half-dead connection may never be answered, and postgres-nio never
+    /// answers one written after the connection closed. Closing the connection ends it either way.
+    private func unlock(_ key: Int64, on connection: PostgresConnection) async {
+        guard !connection.isClosed else { return }
+        let (done, finished) = AsyncStream<Void>.makeStream()
+        let logger = self.logger
+        Task {
+            _ = try? await connection.query("SELECT pg_advisory_unlock(\(key))", logger: logger)
+            finished.finish()
+        }
+        let timeout = Task {
+            try? await Task.sleep(for: self.configuration.leadershipCheckInterval * 3)
+            finished.finish()
+        }
+        for await _ in done {}
+        timeout.cancel()
+    }
+
+    private enum Round<T: Sendable>: Sendable {
+        case finished(T)
+        case lost(String)
+    }
+
+    private func lead<T: Sendable>(on connection: PostgresConnection, _ body: @Sendable () async throws -> T) async throws -> T {
+        let watch = LeadershipWatch(connection: connection, interval: self.configuration.leadershipCheckInterval, logger: self.logger)
+        defer { watch.stop() }
+        // The task group awaits both children before it returns, so `body` does not outlive this call.
+        return try await withoutActuallyEscaping(body) { body in
+            try await withThrowingTaskGroup(of: Round<T>.self) { group in
+                group.addTask { .finished(try await body()) }
+                group.addTask {
+                    for await reason in watch.lost { return .lost(reason) }
+                    throw CancellationError()
+                }
+                let first = try await group.next()!
+                group.cancelAll()
+                switch first {
+                case .finished(let value): return value
+                case .lost(let reason): throw PostgresStoreError.leadershipLost(self.configuration.endpoint, reason)
+                }
+            }
+        }
+    }
+
+    /// A stable 64-bit key for a lock name (FNV-1a), the same in every process and release.
+    static func lockKey(_ name: String) -> Int64 {
+        var hash: UInt64 = 0xcbf2_9ce4_8422_2325
+        for byte in name.utf8 {
+            hash ^= UInt64(byte)
+            hash &*= 0x0000_0100_0000_01b3
+        }
+        return Int64(bitPattern: hash)
+    }
+}

@@ -1,0 +1,94 @@
+import Foundation
+import PostgresNIO
+
+extension CampaignStore {
+    /// Folds one coordinator round into Postgres, in one transaction that holds the campaign's row lock.
+    ///
+    /// Counters are absolute and written with `GREATEST`, so they never go down. Events (rejections and
+    /// finished shards) are applied at most once: an update whose ``ProgressUpdate/lastEventID`` is not
+    /// newer than the stored one (Redis stream order: milliseconds, then sequence; `0-0` lowest) is
+    /// skipped whole, unless it carries no events (a counters-only update), whose counters are written.
+    ///
+    /// Applying events inserts `token_failures` rows (one per campaign and token), and marks rejected
+    /// tokens in the registry: `BadDeviceToken` and `DeviceTokenNotForTopic` quarantined, `InvalidToken`
+    /// invalid, `Unregistered` and `ExpiredToken` unregistered, effective at APNs' timestamp or now; a
+    /// token registered after that time stays active. Finished shards are marked `done`.
+    /// - Returns: `false` if the update was skipped as already applied.
+    /// - Throws: ``PostgresStoreError`` with code `unknownCampaign` or `invalidEventID`.
+    public func apply(_ update: ProgressUpdate) async throws -> Bool {
+        let eventID = try StreamEventID(parsing: update.lastEventID)
+        let id = update.campaign
+        return try await self.withTransaction("apply progress to campaign \(id)") { connection in
+            let rows = try await connection.query(
+                "SELECT app_id, last_event_ms, last_event_seq FROM campaigns WHERE campaign_id = \(id) FOR UPDATE",
+                logger: self.logger
+            )
+            var stored: (app: Int64, event: StreamEventID)? = nil
+            for try await (app, ms, seq) in rows.decode((Int64, Int64, Int64).self) {
+                stored = (app, StreamEventID(milliseconds: ms, sequence: seq))
+            }
+            guard let stored else { throw PostgresStoreError.unknownCampaign(id) }
+            let newer = eventID > stored.event
+            if update.hasEvents && !newer { return false }
+            let last = newer ? eventID : stored.event
+
+            try await connection.query(
+                """
+                UPDATE campaigns SET
+                    accepted = GREATEST(accepted, \(update.accepted)), resent = GREATEST(resent, \(update.resent)),
+                    done_shards = GREATEST(done_shards, \(update.doneShards)), last_event_id = \(last.description),
+                    last_event_ms = \(last.milliseconds), last_event_seq = \(last.sequence), updated_at = now()
+                WHERE campaign_id = \(id)
+                """,
+                logger: self.logger
+            )
+            if !update.rejected.isEmpty {
+                let reasons = update.rejected.keys.sorted()
+                try await connection.query(
+                    """
+                    INSERT INTO campaign_rejections AS r (campaign_id, reason, count)
+                    SELECT \(id), u.reason, u.count FROM unnest(\(reasons), \(reasons.map { update.rejected[$0]! })) AS u(reason, count)
+                    ON CONFLICT (campaign_id, reason) DO UPDATE SET count = GREATEST(r.count, EXCLUDED.count)
+                    """,
+                    logger: self.logger
+                )
+            }
+            if !update.rejections.isEmpty {
+                try await self.recordRejections(update.rejections, campaign: id, app: stored.app, on: connection)
+            }
+            if !update.doneShardIDs.isEmpty {
+                try await connection.query(
+                    """
+                    UPDATE campaign_shards SET state = 'done', cursor = token_count, updated_at = now()
+                    WHERE campaign_id = \(id) AND shard = ANY(\(update.doneShardIDs))
+                    """,
+                    logger: self.logger
+                )
+            }
+            return true
+        }
+    }
+
+    private func recordRejections(_ rejections: [AppliedRejection], campaign id: UUID, app: Int64, on connection: PostgresConnection) async throws {
+        let now = Date()
+        for chunk in Self.chunks(rejections) {
+            // A missing APNs timestamp travels as -1 (bind arrays carry no NULLs) and is stored as NULL.
+            try await connection.query(
+                """
+                INSERT INTO token_failures (campaign_id, token, reason, shard, apns_timestamp)
+                SELECT \(id), u.token, u.reason, u.shard, NULLIF(u.timestamp, -1)
+                FROM unnest(\(TokenArray(chunk.map(\.token))), \(chunk.map(\.reason)), \(chunk.map(\.shard)),
+                            \(chunk.map { $0.apnsTimestampMilliseconds ?? -1 })) AS u(token, reason, shard, timestamp)
+                ON CONFLICT (campaign_id, token) DO NOTHING
+                """,
+                logger: self.logger
+            )
+        }
+        let marks = rejections.compactMap { rejection -> TokenMark? in
+            guard let status = TokenStatus(rejectionReason: rejection.reason) else { return nil }
+            let since = rejection.apnsTimestampMilliseconds.map { Date(timeIntervalSince1970: Double($0) / 1000) } ?? now
+            return TokenMark(token: rejection.token, status: status, reason: rejection.reason, since: since)
+        }
+        if !marks.isEmpty { try await self.mark(marks, app: app, on: connection) }
+    }
+}

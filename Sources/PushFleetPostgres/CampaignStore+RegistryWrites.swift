@@ -1,0 +1,79 @@
+import Foundation
+import PostgresNIO
+import PushFleetCore
+
+/// One registry status change, as `markTokens` and `apply` write them.
+struct TokenMark: Sendable {
+    var token: DeviceToken
+    var status: TokenStatus
+    var reason: String
+    var since: Date
+}
+
+extension CampaignStore {
+    /// Tokens per statement: one bind array each, well inside the protocol's 1 GB message limit.
+    static let batchSize = 10_000
+
+    /// The id of the app `topic` and `environment` name, created if new.
+    func appID(topic: String, environment: String, on connection: PostgresConnection) async throws -> Int64 {
+        guard !topic.isEmpty else { throw PostgresStoreError.invalidInput("the topic (bundle id) is empty") }
+        guard environment == "production" || environment == "sandbox" else {
+            throw PostgresStoreError.invalidInput("environment '\(environment)' is not production or sandbox")
+        }
+        let found = try await connection.query(
+            "SELECT app_id FROM apps WHERE topic = \(topic) AND environment = \(environment)", logger: self.logger
+        )
+        for try await id in found.decode(Int64.self) { return id }
+        // DO UPDATE rather than DO NOTHING: it returns the id even when a concurrent transaction inserted it.
+        let inserted = try await connection.query(
+            """
+            INSERT INTO apps (topic, environment) VALUES (\(topic), \(environment))
+            ON CONFLICT (topic, environment) DO UPDATE SET topic = EXCLUDED.topic RETURNING app_id
+            """,
+            logger: self.logger
+        )
+        for try await id in inserted.decode(Int64.self) { return id }
+        throw PostgresStoreError.queryFailed(self.configuration.endpoint, "create the app \(topic) (\(environment))", "no id returned")
+    }
+
+    /// Writes status changes for one app; see ``markTokens(_:topic:environment:)``.
+    func mark(_ marks: [TokenMark], app: Int64, on connection: PostgresConnection) async throws {
+        // One statement may not update a row twice: keep each token's latest mark. Byte order, as in
+        // `distinct(_:)`, so concurrent writers lock rows in the same order.
+        var latest: [DeviceToken: TokenMark] = [:]
+        for mark in marks where latest[mark.token].map({ $0.since <= mark.since }) ?? true { latest[mark.token] = mark }
+        let unique = latest.values.sorted { DeviceToken.byteOrder($0.token, $1.token) }
+        for chunk in Self.chunks(unique) {
+            try await connection.query(
+                """
+                INSERT INTO device_tokens AS d (app_id, token, status, registered_at, invalid_since, invalid_reason)
+                SELECT \(app), u.token, u.status, u.since,
+                       CASE WHEN u.status = 'active' THEN NULL ELSE u.since END,
+                       CASE WHEN u.status = 'active' THEN NULL ELSE u.reason END
+                FROM unnest(\(TokenArray(chunk.map(\.token))), \(chunk.map(\.status.rawValue)), \(chunk.map(\.reason)),
+                            \(chunk.map(\.since))) AS u(token, status, reason, since)
+                ON CONFLICT (app_id, token) DO UPDATE SET
+                    status = EXCLUDED.status,
+                    invalid_since = CASE WHEN EXCLUDED.status = 'active' THEN NULL
+                                         ELSE GREATEST(d.invalid_since, EXCLUDED.invalid_since) END,
+                    invalid_reason = EXCLUDED.invalid_reason
+                WHERE d.registered_at < EXCLUDED.registered_at
+                """,
+                logger: self.logger
+            )
+        }
+    }
+
+    /// Each token once, in byte order: concurrent upserts then lock shared rows in the same order and
+    /// cannot deadlock each other.
+    static func distinct(_ tokens: [DeviceToken]) -> [DeviceToken] {
+        var seen = Set<DeviceToken>(minimumCapacity: tokens.count)
+        return tokens.filter { seen.insert($0).inserted }.sorted(by: DeviceToken.byteOrder)
+    }
+
+    static func chunks<Element>(_ elements: [Element]) -> [ArraySlice<Element>] {
+        stride(from: 0, to: elements.count, by: Self.batchSize).map {
+            elements[$0..<min($0 + Self.batchSize, elements.count)]
+        }
+    }
+}

@@ -1,0 +1,48 @@
+public import Foundation
+
+/// What `launch` writes to Postgres for a new campaign: its definition and the size of each shard.
+public struct NewCampaign: Sendable, Hashable {
+    /// Client-chosen, so that re-running a launch with the same id is idempotent.
+    public var id: UUID
+    /// The app's bundle id (the APNs topic).
+    public var topic: String
+    /// `production` or `sandbox`.
+    public var environment: String
+    /// The notification body, as sent.
+    public var payload: [UInt8]
+    /// `apns-push-type`, e.g. `alert`.
+    public var pushType: String
+    /// `apns-priority`: 10 (immediately) or 5 (power-considerate).
+    public var priority: Int
+    /// `apns-expiration` in seconds since 1970; 0 means "do not store".
+    public var expiration: Int
+    /// `apns-collapse-id`, if any.
+    public var collapseID: String?
+    /// Tokens per shard (the last shard may hold fewer).
+    public var shardSize: Int
+    /// The number of tokens in each shard, one entry per shard; shard ids are the indices, from 0.
+    public var shardTokenCounts: [Int]
+    /// Eligible tokens after de-duplication; must equal the sum of ``shardTokenCounts``.
+    public var totalTokens: Int
+    /// Duplicates dropped from the audience.
+    public var duplicatesDropped: Int
+
+    public init(
+        id: UUID, topic: String, environment: String, payload: [UInt8], pushType: String, priority: Int,
+        expiration: Int, collapseID: String? = nil, shardSize: Int, shardTokenCounts: [Int], totalTokens: Int,
+        duplicatesDropped: Int = 0
+    ) {
+        self.id = id
+        self.topic = topic
+        self.environment = environment
+        self.payload = payload
+        self.pushType = pushType
+        self.priority = priority
+        self.expiration = expiration
+        self.collapseID = collapseID
+        self.shardSize = shardSize
+        self.shardTokenCounts = shardTokenCounts
+        self.totalTokens = totalTokens
+        self.duplicatesDropped = duplicatesDropped
+    }
+}

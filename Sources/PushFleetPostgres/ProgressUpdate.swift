@@ -1,0 +1,53 @@
+public import Foundation
+public import PushFleetCore
+
+/// One token APNs rejected, as the coordinator read it from a campaign's event stream.
+public struct AppliedRejection: Sendable, Hashable {
+    public var token: DeviceToken
+    /// APNs' reason string (`BadDeviceToken`, `Unregistered`, binary `InvalidToken`, …).
+    public var reason: String
+    /// The shard the token belongs to.
+    public var shard: Int
+    /// When APNs says the token stopped being valid (HTTP/2 410 `timestamp`), in milliseconds since 1970.
+    public var apnsTimestampMilliseconds: Int64?
+
+    public init(token: DeviceToken, reason: String, shard: Int, apnsTimestampMilliseconds: Int64? = nil) {
+        self.token = token
+        self.reason = reason
+        self.shard = shard
+        self.apnsTimestampMilliseconds = apnsTimestampMilliseconds
+    }
+}
+
+/// What one coordinator round folds into Postgres for one campaign: absolute counters from Redis, and
+/// the events read from its stream up to and including ``lastEventID``.
+public struct ProgressUpdate: Sendable {
+    public var campaign: UUID
+    /// Absolute counters: never lower the stored values.
+    public var accepted: Int
+    public var rejected: [String: Int]
+    public var resent: Int
+    public var doneShards: Int
+    /// Events: applied once, guarded by ``lastEventID``.
+    public var rejections: [AppliedRejection]
+    public var doneShardIDs: [Int]
+    /// The id of the last stream entry these events came from (`ms-seq`); `0-0` or the stored id when none.
+    public var lastEventID: String
+
+    /// Whether the update carries events, not just counters.
+    public var hasEvents: Bool { !self.rejections.isEmpty || !self.doneShardIDs.isEmpty }
+
+    public init(
+        campaign: UUID, accepted: Int, rejected: [String: Int], resent: Int, doneShards: Int,
+        rejections: [AppliedRejection] = [], doneShardIDs: [Int] = [], lastEventID: String
+    ) {
+        self.campaign = campaign
+        self.accepted = accepted
+        self.rejected = rejected
+        self.resent = resent
+        self.doneShards = doneShards
+        self.rejections = rejections
+        self.doneShardIDs = doneShardIDs
+        self.lastEventID = lastEventID
+    }
+}

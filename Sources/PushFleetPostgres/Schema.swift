@@ -1,0 +1,106 @@
+import PostgresNIO
+
+/// The schema's versions, oldest first. A version, once released, is never edited: changes go in a new
+/// one. Each statement runs on its own (the extended protocol allows one statement per query).
+enum Schema {
+    struct Migration: Sendable {
+        let version: Int
+        let name: String
+        let statements: [PostgresQuery]
+    }
+
+    /// Key of the transaction-scoped advisory lock that serializes concurrent migrations.
+    static let migrationLockKey: Int64 = 0x5055_5348_4D49_4752  // "PUSHMIGR"
+
+    static var migrations: [Migration] { [version1] }
+
+    private static var version1: Migration {
+        Migration(version: 1, name: "registry, campaigns, progress", statements: [
+            """
+            CREATE TABLE apps (
+                app_id      bigint GENERATED ALWAYS AS IDENTITY PRIMARY KEY,
+                topic       text NOT NULL,
+                environment text NOT NULL CHECK (environment IN ('production', 'sandbox')),
+                created_at  timestamptz NOT NULL DEFAULT now(),
+                UNIQUE (topic, environment)
+            )
+            """,
+            // The primary key is the registry's uniqueness and the import upsert's conflict target; the
+            // partial index serves `launch --from-registry`'s keyset pages over active tokens only.
+            """
+            CREATE TABLE device_tokens (
+                app_id         bigint NOT NULL REFERENCES apps,
+                token          bytea NOT NULL CHECK (octet_length(token) BETWEEN 1 AND 255),
+                status         text NOT NULL DEFAULT 'active'
+                               CHECK (status IN ('active', 'invalid', 'unregistered', 'quarantined')),
+                registered_at  timestamptz NOT NULL,
+                invalid_since  timestamptz,
+                invalid_reason text,
+                PRIMARY KEY (app_id, token)
+            )
+            """,
+            "CREATE INDEX device_tokens_active ON device_tokens (app_id, token) WHERE status = 'active'",
+            """
+            CREATE TABLE campaigns (
+                campaign_id        uuid PRIMARY KEY,
+                app_id             bigint NOT NULL REFERENCES apps,
+                payload            bytea NOT NULL,
+                push_type          text NOT NULL,
+                priority           integer NOT NULL,
+                expiration         bigint NOT NULL,
+                collapse_id        text,
+                shard_size         integer NOT NULL,
+                shard_count        integer NOT NULL,
+                total_tokens       bigint NOT NULL,
+                duplicates_dropped bigint NOT NULL DEFAULT 0,
+                state              text NOT NULL DEFAULT 'pending'
+                                   CHECK (state IN ('pending', 'running', 'paused', 'completed', 'cancelled', 'failed')),
+                accepted           bigint NOT NULL DEFAULT 0,
+                resent             bigint NOT NULL DEFAULT 0,
+                cancelled          bigint NOT NULL DEFAULT 0,
+                done_shards        integer NOT NULL DEFAULT 0,
+                last_event_id      text NOT NULL DEFAULT '0-0',
+                last_event_ms      bigint NOT NULL DEFAULT 0,
+                last_event_seq     bigint NOT NULL DEFAULT 0,
+                created_at         timestamptz NOT NULL DEFAULT now(),
+                started_at         timestamptz,
+                finished_at        timestamptz,
+                updated_at         timestamptz NOT NULL DEFAULT now()
+            )
+            """,
+            "CREATE INDEX campaigns_state ON campaigns (state, created_at)",
+            "CREATE INDEX campaigns_app ON campaigns (app_id)",
+            """
+            CREATE TABLE campaign_rejections (
+                campaign_id uuid NOT NULL REFERENCES campaigns ON DELETE CASCADE,
+                reason      text NOT NULL,
+                count       bigint NOT NULL,
+                PRIMARY KEY (campaign_id, reason)
+            )
+            """,
+            """
+            CREATE TABLE campaign_shards (
+                campaign_id uuid NOT NULL REFERENCES campaigns ON DELETE CASCADE,
+                shard       integer NOT NULL,
+                token_count integer NOT NULL,
+                state       text NOT NULL DEFAULT 'pending',
+                cursor      integer NOT NULL DEFAULT 0,
+                updated_at  timestamptz NOT NULL DEFAULT now(),
+                PRIMARY KEY (campaign_id, shard)
+            )
+            """,
+            // One row per rejected token and campaign: a re-sent token rejected again is not counted twice.
+            """
+            CREATE TABLE token_failures (
+                campaign_id    uuid NOT NULL REFERENCES campaigns ON DELETE CASCADE,
+                token          bytea NOT NULL,
+                reason         text NOT NULL,
+                shard          integer NOT NULL,
+                observed_at    timestamptz NOT NULL DEFAULT now(),
+                apns_timestamp bigint,
+                PRIMARY KEY (campaign_id, token)
+            )
+            """,
+        ])
+    }
+}

@@ -1,0 +1,43 @@
+import PostgresNIO
+import PushFleetCore
+
+/// Device tokens bound as one `bytea[]` parameter, written straight from each token's bytes: no
+/// intermediate `ByteBuffer` per token, which matters when a batch holds tens of thousands.
+struct TokenArray: PostgresNonThrowingEncodable, PostgresDynamicTypeEncodable {
+    let tokens: [DeviceToken]
+
+    init(_ tokens: some Collection<DeviceToken>) { self.tokens = Array(tokens) }
+
+    static var psqlType: PostgresDataType { .byteaArray }
+    static var psqlFormat: PostgresFormat { .binary }
+
+    /// The binary array format: dimensions, has-nulls flag, element type, then for the one dimension
+    /// its length and lower bound, then each element as a length-prefixed value.
+    func encode<JSONEncoder: PostgresJSONEncoder>(into buffer: inout ByteBuffer, context: PostgresEncodingContext<JSONEncoder>) {
+        buffer.writeInteger(self.tokens.isEmpty ? 0 : 1, as: Int32.self)
+        buffer.writeInteger(0, as: Int32.self)
+        buffer.writeInteger(PostgresDataType.bytea.rawValue)
+        guard !self.tokens.isEmpty else { return }
+        buffer.writeInteger(Int32(self.tokens.count))
+        buffer.writeInteger(1, as: Int32.self)
+        for token in self.tokens {
+            buffer.writeInteger(Int32(token.count))
+            token.withUnsafeBytes { _ = buffer.writeBytes($0) }
+        }
+    }
+}
+
+extension DeviceToken {
+    /// The token as a `bytea` bind.
+    var byteBuffer: ByteBuffer { self.withUnsafeBytes { ByteBuffer(bytes: $0) } }
+
+    /// Postgres' `bytea` order: bytes compared in turn, a prefix before the longer token.
+    static func byteOrder(_ lhs: DeviceToken, _ rhs: DeviceToken) -> Bool {
+        lhs.withUnsafeBytes { a in rhs.withUnsafeBytes { b in a.lexicographicallyPrecedes(b) } }
+    }
+
+    /// Reads a token back from a `bytea` column.
+    init(postgres buffer: ByteBuffer) throws {
+        self = try buffer.withUnsafeReadableBytes { try DeviceToken(bytes: $0) }
+    }
+}

@@ -1,0 +1,106 @@
+import Foundation
+import PushFleetCore
+import PushFleetPostgres
+import Testing
+
+/// `CampaignStore.apply`: idempotent event application, monotonic counters, rejected tokens in
+/// `token_failures` and in the registry.
+@Suite struct PostgresProgressTests {
+    @Test func applyIsIdempotentAndOrderedByStreamID() async throws {
+        let topic = PostgresFixture.topic("apply")
+        let tokens = PostgresFixture.tokens(5)
+        let campaign = PostgresFixture.campaign(topic: topic, shards: 3, perShard: 10)
+        let registered = Date(timeIntervalSince1970: 1_700_000_000)
+        let unregisteredAt = Int64(1_700_000_100_000)
+        try await PostgresFixture.withStore { store async throws in
+            _ = try await store.importTokens(tokens, topic: topic, environment: "production", registeredAt: registered)
+            _ = try await store.createCampaign(campaign)
+            let update = ProgressUpdate(
+                campaign: campaign.id, accepted: 10, rejected: ["BadDeviceToken": 1, "InvalidToken": 1, "Unregistered": 2],
+                resent: 1, doneShards: 1,
+                rejections: [
+                    AppliedRejection(token: tokens[0], reason: "BadDeviceToken", shard: 0),
+                    AppliedRejection(token: tokens[1], reason: "InvalidToken", shard: 0),
+                    AppliedRejection(token: tokens[2], reason: "Unregistered", shard: 1, apnsTimestampMilliseconds: unregisteredAt),
+                    // APNs' timestamp predates the registration: recorded, but the token stays active.
+                    AppliedRejection(token: tokens[3], reason: "Unregistered", shard: 1, apnsTimestampMilliseconds: 1_600_000_000_000),
+                ],
+                doneShardIDs: [0], lastEventID: "1700000000000-5"
+            )
+            #expect(try await store.apply(update))
+            #expect(try await store.apply(update) == false)
+            var older = update
+            older.lastEventID = "1700000000000-4"
+            older.accepted = 100
+            older.rejections = [AppliedRejection(token: tokens[4], reason: "InvalidToken", shard: 2)]
+            #expect(try await store.apply(older) == false)
+
+            let record = try #require(try await store.campaign(campaign.id))
+            #expect(record.accepted == 10)
+            #expect(record.rejected == ["BadDeviceToken": 1, "InvalidToken": 1, "Unregistered": 2])
+            #expect(record.resent == 1)
+            #expect(record.doneShards == 1)
+            #expect(record.lastEventID == "1700000000000-5")
+            #expect(record.pending == 30 - 10 - 4)
+
+            let failures = try await store.tokenFailures(campaign: campaign.id)
+            #expect(Set(failures.map(\.token)) == Set(tokens[0..<4]))
+            #expect(failures.first { $0.token == tokens[2] }?.apnsTimestampMilliseconds == unregisteredAt)
+            #expect(failures.first { $0.token == tokens[2] }?.shard == 1)
+            #expect(failures.first { $0.token == tokens[0] }?.apnsTimestampMilliseconds == nil)
+
+            let status = { (token: DeviceToken) in try await store.tokenStatus(token, topic: topic, environment: "production") }
+            #expect(try await status(tokens[0]) == .quarantined)
+            #expect(try await status(tokens[1]) == .invalid)
+            #expect(try await status(tokens[2]) == .unregistered)
+            #expect(try await status(tokens[3]) == .active)
+            #expect(try await status(tokens[4]) == .active)
+
+            // since = APNs' timestamp: a registration just before it does not revive the token, one after does.
+            let unregisteredDate = Date(timeIntervalSince1970: TimeInterval(unregisteredAt) / 1000)
+            _ = try await store.importTokens([tokens[2]], topic: topic, environment: "production", registeredAt: unregisteredDate - 1)
+            #expect(try await status(tokens[2]) == .unregistered)
+            _ = try await store.importTokens([tokens[2]], topic: topic, environment: "production", registeredAt: unregisteredDate + 1)
+            #expect(try await status(tokens[2]) == .active)
+        }
+    }
+
+    @Test func streamIDsCompareNumerically() async throws {
+        let campaign = PostgresFixture.campaign(topic: PostgresFixture.topic("ids"))
+        try await PostgresFixture.withStore { store async throws in
+            _ = try await store.createCampaign(campaign)
+            func update(_ id: String, shard: Int) -> ProgressUpdate {
+                ProgressUpdate(campaign: campaign.id, accepted: 0, rejected: [:], resent: 0, doneShards: 0, doneShardIDs: [shard], lastEventID: id)
+            }
+            #expect(try await store.apply(update("999-9", shard: 0)))
+            #expect(try await store.apply(update("1000-0", shard: 1)))  // longer, so greater, though "1" < "9"
+            #expect(try await store.apply(update("1000-10", shard: 2)))  // "10" > "9" as numbers
+            #expect(try await store.apply(update("1000-9", shard: 2)) == false)
+            #expect(try await store.campaign(campaign.id)?.lastEventID == "1000-10")
+
+            let bad = await #expect(throws: PostgresStoreError.self) { _ = try await store.apply(update("12-x", shard: 0)) }
+            #expect(bad?.code == .invalidEventID)
+            var unknown = update("2000-0", shard: 0)
+            unknown.campaign = UUID()
+            let missing = await #expect(throws: PostgresStoreError.self) { _ = try await store.apply(unknown) }
+            #expect(missing?.code == .unknownCampaign)
+        }
+    }
+
+    @Test func countersAreMonotonicAndCounterOnlyUpdatesAlwaysApply() async throws {
+        let campaign = PostgresFixture.campaign(topic: PostgresFixture.topic("monotonic"))
+        try await PostgresFixture.withStore { store async throws in
+            _ = try await store.createCampaign(campaign)
+            func counters(_ accepted: Int, _ rejected: Int, id: String) -> ProgressUpdate {
+                ProgressUpdate(campaign: campaign.id, accepted: accepted, rejected: ["InvalidToken": rejected], resent: accepted / 10, doneShards: accepted / 10, lastEventID: id)
+            }
+            #expect(try await store.apply(counters(20, 3, id: "5-0")))
+            #expect(try await store.apply(counters(10, 1, id: "5-0")))  // counters only: applied, but never lower
+            var record = try #require(try await store.campaign(campaign.id))
+            #expect((record.accepted, record.rejected, record.resent, record.doneShards) == (20, ["InvalidToken": 3], 2, 2))
+            #expect(try await store.apply(counters(25, 4, id: "0-0")))  // an older id does not move last_event_id back
+            record = try #require(try await store.campaign(campaign.id))
+            #expect((record.accepted, record.rejected["InvalidToken"], record.lastEventID) == (25, 4, "5-0"))
+        }
+    }
+}
