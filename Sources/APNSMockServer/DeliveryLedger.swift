@@ -48,7 +48,7 @@ public final class DeliveryLedger: Sendable {
 
     /// Records one accepted notification for `token`.
     public func recordAccepted(_ token: DeviceToken) {
-        self.recordAccepted(fingerprints: [token.withUnsafeBytes(TokenFingerprint.of)])
+        self.recordAccepted(fingerprints: [token.fingerprint])
     }
 
     /// Records a rejection with APNs' reason string.
@@ -66,7 +66,7 @@ public final class DeliveryLedger: Sendable {
 
     /// How many times `token` was accepted.
     public func deliveries(of token: DeviceToken) -> Int {
-        let fingerprint = token.withUnsafeBytes(TokenFingerprint.of)
+        let fingerprint = token.fingerprint
         return self.state.withLockedValue { $0.counter.count(fingerprint) }
     }
 

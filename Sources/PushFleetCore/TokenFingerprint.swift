@@ -1,10 +1,11 @@
 /// A 64-bit fingerprint of a device token's bytes, never zero.
 ///
-/// The ledger keeps fingerprints instead of tokens so that ten million tokens fit in about 150 MB.
-/// Two distinct tokens share a fingerprint with probability about n²/2⁶⁵: 3 in a million for a
-/// campaign of ten million tokens.
-enum TokenFingerprint {
-    static func of(_ bytes: UnsafeRawBufferPointer) -> UInt64 {
+/// The simulator's ledger and launch's de-duplication keep fingerprints instead of tokens, so that
+/// ten million tokens fit in about 150 MB. Two distinct tokens share a fingerprint with probability
+/// about n²/2⁶⁵: 3 in a million for a campaign of ten million tokens.
+public enum TokenFingerprint {
+    /// The fingerprint of raw token bytes.
+    public static func of(_ bytes: UnsafeRawBufferPointer) -> UInt64 {
         // FNV-1a over the bytes, then a SplitMix64 finaliser so that every bit depends on every byte.
         var hash: UInt64 = 0xcbf2_9ce4_8422_2325
         for byte in bytes {
@@ -15,4 +16,9 @@ enum TokenFingerprint {
         hash ^= hash >> 31
         return hash == 0 ? 1 : hash
     }
+}
+
+extension DeviceToken {
+    /// The token's ``TokenFingerprint``.
+    public var fingerprint: UInt64 { self.withUnsafeBytes(TokenFingerprint.of) }
 }

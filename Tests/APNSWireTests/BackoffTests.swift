@@ -58,8 +58,8 @@ private let second: UInt64 = 1_000_000_000
         #expect(half.ceiling(attempt: 1_000) == UInt64.max)
 
         let oneNanosecond = Backoff(initial: 1, maximum: UInt64.max)
-        #expect(oneNanosecond.ceiling(attempt: 41) == 1 << 40)
-        #expect(oneNanosecond.ceiling(attempt: 1_000) >= 1 << 40)
+        #expect(oneNanosecond.ceiling(attempt: 41) == UInt64(1) << 40)
+        #expect(oneNanosecond.ceiling(attempt: 1_000) >= UInt64(1) << 40)
     }
 
     @Test func maximumBelowInitialIsRaisedToInitial() {
@@ -117,8 +117,9 @@ private let second: UInt64 = 1_000_000_000
         #expect(delays.last == 3_200 * millisecond)
     }
 
-    /// A maximum of `UInt64.max` ("no cap") makes the ceiling `UInt64.max`, which `Double` rounds up to
-    /// 2^64; `UInt64(2^64)` then traps. `random` of exactly 1 is a legal input (`Double.random(in: 0...1)`).
+    /// Regression: a maximum of `UInt64.max` ("no cap") makes the ceiling `UInt64.max`, which `Double`
+    /// rounds up to 2^64, and `UInt64(2^64)` traps. `random` of exactly 1 is a legal input
+    /// (`Double.random(in: 0...1)` can return it). Runs in a child process so a trap fails only this test.
     @Test func jitterAtTheLargestCeilingDoesNotTrap() async {
         await #expect(processExitsWith: .success) {
             let backoff = Backoff(initial: 1_000_000_000, maximum: UInt64.max)

@@ -158,6 +158,36 @@ private func written(_ write: (inout ByteBuffer) -> Void) -> [UInt8] {
         #expect(buffer.getInteger(at: 1 + firstSize + secondSize - 1, as: UInt8.self) == 5)  // its priority
     }
 
+    @Test func sentinelIsACommand2FrameWithAZeroLengthToken() {
+        let bytes = written { self.encoder.writeSentinel(identifier: 0x0000_0100, into: &$0) }
+
+        var expected: [UInt8] = []
+        expected += [0x02]  // command 2
+        expected += [0x00, 0x00, 0x00, 0x1A]  // frame length: 26 = 15 + 0 + 2 + 4 + 4 + 1
+        expected += [0x01, 0x00, 0x00]  // item 1: token, 0 bytes (the gateway must reject it)
+        expected += [0x02, 0x00, 0x02]  // item 2: payload, 2 bytes
+        expected += [0x7B, 0x7D]  // {}
+        expected += [0x03, 0x00, 0x04]  // item 3: identifier, 4 bytes
+        expected += [0x00, 0x00, 0x01, 0x00]  // identifier 256
+        expected += [0x04, 0x00, 0x04]  // item 4: expiration, 4 bytes
+        expected += [0x00, 0x00, 0x00, 0x00]  // 0
+        expected += [0x05, 0x00, 0x01]  // item 5: priority, 1 byte
+        expected += [0x0A]  // 10
+
+        #expect(bytes == expected)
+        #expect(BinaryFrameEncoder.frameSize(tokenByteCount: 0, payloadByteCount: 2) == bytes.count)
+    }
+
+    @Test func sentinelAfterFramesKeepsThemIntact() throws {
+        let notification = BinaryNotification(token: try DeviceToken(bytes: tokenBytes), payload: try samplePayload())
+        var buffer = ByteBuffer()
+        self.encoder.writeCommand2(identifier: 1, notification: notification, into: &buffer)
+        self.encoder.writeSentinel(identifier: 2, into: &buffer)
+        let frameSize = BinaryFrameEncoder.frameSize(tokenByteCount: 32, payloadByteCount: 10)
+        #expect(buffer.readableBytes == frameSize + BinaryFrameEncoder.frameSize(tokenByteCount: 0, payloadByteCount: 2))
+        #expect(buffer.getBytes(at: frameSize, length: 8) == [0x02, 0x00, 0x00, 0x00, 0x1A, 0x01, 0x00, 0x00])
+    }
+
     @Test func command1WritesTheEnhancedFormat() throws {
         let token = try DeviceToken(bytes: tokenBytes)
         let bytes = written {

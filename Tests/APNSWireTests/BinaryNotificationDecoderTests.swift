@@ -227,6 +227,18 @@ private func decodeAll(_ bytes: [UInt8]) throws -> (messages: [BinaryInboundMess
         ])
     }
 
+    @Test func sentinelDecodesAsANotificationWithAnEmptyToken() throws {
+        // The decoder reads it; rejecting the empty token is the validator's job.
+        var buffer = ByteBuffer()
+        self.encoder.writeSentinel(identifier: 77, into: &buffer)
+        try ByteToMessageDecoderVerifier.verifyDecoder(
+            inputOutputPairs: [
+                (buffer, [notification(command: 2, identifier: 77, token: [], payload: Array("{}".utf8), expiration: 0, priority: 10)])
+            ],
+            decoderFactory: { BinaryNotificationDecoder() }
+        )
+    }
+
     // MARK: - Malformed input
 
     @Test(arguments: [UInt8(3), 7, 8, 0x80, 0xFF])

@@ -50,6 +50,16 @@ public final class BinarySender: Sendable {
         }
     }
 
+    /// Stops writing at `deadline` until a later one is set; `nil` (the default) never stops.
+    ///
+    /// A worker sets this to the end of its shard lease, as its own clock sees it, and moves it on
+    /// after every checkpoint that renewed the lease. A process frozen past its lease (SIGSTOP, a
+    /// long pause) then writes nothing more when it resumes, until its next checkpoint either
+    /// renews the lease or reports it lost.
+    public func setWriteDeadline(_ deadline: NIODeadline?) {
+        self.eventLoop.execute { self.core.value.setWriteDeadline(deadline) }
+    }
+
     /// Returns once every queued notification has been accepted or rejected.
     public func flush() async {
         await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in

@@ -46,6 +46,8 @@ final class BinarySenderCore {
     /// work, so when bad tokens are frequent the sender asks for proof sooner.
     private var roundLimit: Int
     private var writeScheduled = false
+    /// No frame is written at or after this time (the worker's lease, by its own clock).
+    private var writeDeadline: NIODeadline?
     private var lingerTimer: Scheduled<Void>?
     private var proofTimer: Scheduled<Void>?
     private var capacityWaiters: Deque<CheckedContinuation<Void, any Error>> = []
@@ -81,6 +83,17 @@ final class BinarySenderCore {
         }
         self.connectIfNeeded()
         self.scheduleWrite()
+    }
+
+    func setWriteDeadline(_ deadline: NIODeadline?) {
+        self.writeDeadline = deadline
+        self.scheduleWrite()
+        if self.queue.isEmpty { self.scheduleLinger() }
+    }
+
+    private var mayWrite: Bool {
+        guard let deadline = self.writeDeadline else { return true }
+        return NIODeadline.now() < deadline
     }
 
     func whenFlushed(_ continuation: CheckedContinuation<Void, Never>) {
@@ -140,6 +153,10 @@ final class BinarySenderCore {
         ClientBootstrap(group: self.eventLoop)
             .connectTimeout(self.configuration.connectTimeout)
             .channelOption(.socketOption(.tcp_nodelay), value: 1)
+            // Write a batch only when NIO holds nothing unsent, so that at most one batch waits in
+            // this process when the kernel's buffer is full. A process frozen past its lease can
+            // then flush at most that one batch, written before the lease ran out, when it resumes.
+            .channelOption(.writeBufferWaterMark, value: .init(low: 1, high: 1))
             .channelInitializer { channel in
                 channel.eventLoop.makeCompletedFuture {
                     try channel.pipeline.syncOperations.addHandler(
@@ -256,7 +273,7 @@ final class BinarySenderCore {
 
     private func writeBatch() {
         self.writeScheduled = false
-        guard case .writing(let channel, _) = self.state, channel.isWritable else { return }
+        guard case .writing(let channel, _) = self.state, channel.isWritable, self.mayWrite else { return }
         let room = self.roundLimit - self.window.count
         let count = min(self.configuration.batchSize, self.queue.count, room)
         if count > 0 {
@@ -286,7 +303,7 @@ final class BinarySenderCore {
 
     /// Writes the frame the gateway must reject, and stops writing until its answer.
     private func writeSentinel() {
-        guard case .writing(let channel, let generation) = self.state, !self.window.isEmpty else { return }
+        guard case .writing(let channel, let generation) = self.state, !self.window.isEmpty, self.mayWrite else { return }
         self.lingerTimer?.cancel()
         self.lingerTimer = nil
         let identifier = self.takeIdentifier()
@@ -303,7 +320,7 @@ final class BinarySenderCore {
     }
 
     private func scheduleLinger() {
-        guard self.lingerTimer == nil, !self.window.isEmpty else { return }
+        guard self.lingerTimer == nil, case .writing = self.state, !self.window.isEmpty else { return }
         let core = NIOLoopBound(self, eventLoop: self.eventLoop)
         self.lingerTimer = self.eventLoop.scheduleTask(in: self.configuration.linger) {
             let core = core.value

@@ -30,7 +30,7 @@ public struct Backoff: Hashable, Sendable {
     /// The delay before attempt `attempt`, jittered with `random` (a value in `0...1`).
     public func delay(attempt: Int, random: Double) -> UInt64 {
         let ceiling = self.ceiling(attempt: attempt)
-        let fraction = 0.5 + 0.5 * min(max(random, 0), 1)
+        let fraction = random.isNaN ? 1 : 0.5 + 0.5 * min(max(random, 0), 1)
         let delay = Double(ceiling) * fraction
         // Double(UInt64.max) rounds up to 2^64, which UInt64 cannot hold.
         return delay >= Double(UInt64.max) ? UInt64.max : UInt64(delay)
