@@ -20,6 +20,7 @@ let package = Package(
         .package(url: "https://github.com/apple/swift-collections.git", from: "1.6.0"),
         .package(url: "https://github.com/apple/swift-log.git", from: "1.16.2"),
         .package(url: "https://github.com/apple/swift-argument-parser.git", from: "1.8.2"),
+        .package(url: "https://github.com/vapor/postgres-nio.git", from: "1.33.2"),
     ],
     targets: [
         // Domain values. No I/O, no dependencies.
@@ -64,6 +65,40 @@ let package = Package(
             ],
             swiftSettings: strictSettings
         ),
+        // hiredis 0.14 (Debian's libhiredis-dev), reached only through PushFleetRedis.
+        .systemLibrary(name: "CHiredis", pkgConfig: "hiredis", providers: [.apt(["libhiredis-dev"])]),
+        // Redis: the campaign work queue (shards, leases, checkpoints, counters, events).
+        .target(
+            name: "PushFleetRedis",
+            dependencies: [
+                "CHiredis", "PushFleetCore",
+                .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "NIOPosix", package: "swift-nio"),
+                .product(name: "Logging", package: "swift-log"),
+            ],
+            swiftSettings: strictSettings
+        ),
+        // Postgres: schema, token registry, campaigns, progress.
+        .target(
+            name: "PushFleetPostgres",
+            dependencies: [
+                "PushFleetCore",
+                .product(name: "PostgresNIO", package: "postgres-nio"),
+                .product(name: "Logging", package: "swift-log"),
+            ],
+            swiftSettings: strictSettings
+        ),
+        // The long-running parts: worker, coordinator, launch, status.
+        .target(
+            name: "PushFleetServices",
+            dependencies: [
+                "PushFleetCore", "APNSWire", "APNSTransport", "PushFleetRedis", "PushFleetPostgres",
+                .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "NIOPosix", package: "swift-nio"),
+                .product(name: "Logging", package: "swift-log"),
+            ],
+            swiftSettings: strictSettings
+        ),
         .target(
             name: "PushFleetTestSupport",
             dependencies: [
@@ -77,7 +112,8 @@ let package = Package(
         .executableTarget(
             name: "PushFleetCLI",
             dependencies: [
-                "PushFleetCore", "APNSWire", "APNSTransport", "APNSMockServer",
+                "PushFleetCore", "APNSWire", "APNSTransport", "APNSMockServer", "PushFleetRedis", "PushFleetPostgres",
+                "PushFleetServices",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOPosix", package: "swift-nio"),
@@ -100,6 +136,7 @@ let package = Package(
             name: "IntegrationTests",
             dependencies: [
                 "PushFleetCore", "APNSWire", "APNSTransport", "APNSMockServer", "PushFleetTestSupport",
+                "PushFleetRedis", "PushFleetPostgres", "PushFleetServices",
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOPosix", package: "swift-nio"),

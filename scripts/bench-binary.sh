@@ -36,8 +36,10 @@ cleanup() {
 }
 trap cleanup EXIT
 
-swift build -c release --product pushfleet >&2
-bin=.build/release/pushfleet
+# PUSHFLEET_BUILD_PATH picks another build folder (e.g. .build-release, to build beside a test run).
+build_path="${PUSHFLEET_BUILD_PATH:-.build}"
+swift build -c release --product pushfleet --scratch-path "$build_path" >&2
+bin="$PWD/$build_path/release/pushfleet"
 bash scripts/make-test-certs.sh "$tmp/certs" >/dev/null
 
 # Random 32-byte tokens in hex, one per line.

@@ -202,6 +202,10 @@ pf_start_postgres() {
             start >/dev/null; then
             "$PF_PG_BIN/createdb" -h 127.0.0.1 -p "$port" -U postgres pushfleet ||
                 { pf_err "createdb pushfleet failed"; return 1; }
+            # The pipeline tests run coordinators, which serve every campaign of their database;
+            # they get a database of their own so that they leave other tests' campaigns alone.
+            "$PF_PG_BIN/createdb" -h 127.0.0.1 -p "$port" -U postgres pushfleet_pipeline ||
+                { pf_err "createdb pushfleet_pipeline failed"; return 1; }
             export PUSHFLEET_POSTGRES_URL="postgres://postgres@127.0.0.1:$port/pushfleet"
             return 0
         fi

@@ -34,11 +34,18 @@ final class TokenFileReader {
         if self.path != "-" { fclose(self.file) }
     }
 
+    /// Line numbers of the tokens of the last batch, in order.
+    private var batchLines: [Int] = []
+
+    /// The line of token `index` of the last batch read.
+    func lineOf(tokenAtBatchIndex index: Int) -> Int { self.batchLines[index] }
+
     /// The next tokens, at most `maximum`; empty at the end of the file.
     /// - Throws: ``CLIError`` naming the file and line of a bad token, or a read error.
     func read(upTo maximum: Int) throws -> [DeviceToken] {
         var tokens: [DeviceToken] = []
         tokens.reserveCapacity(min(maximum, 4096))
+        self.batchLines.removeAll(keepingCapacity: true)
         while tokens.count < maximum {
             let length = getline(&self.line, &self.capacity, self.file)
             if length < 0 {
@@ -54,6 +61,7 @@ final class TokenFileReader {
             if start == end || bytes[start] == UInt8(ascii: "#") { continue }
             do {
                 tokens.append(try DeviceToken(hexUTF8: bytes[start..<end]))
+                self.batchLines.append(self.lineNumber)
             } catch {
                 throw CLIError("\(self.path):\(self.lineNumber): \(error)")
             }

@@ -1,0 +1,54 @@
+import ArgumentParser
+import Foundation
+import PushFleetPostgres
+import PushFleetRedis
+
+/// Operator control of a running campaign.
+struct Campaign: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        abstract: "Pause, resume or cancel a campaign.",
+        subcommands: [Pause.self, Resume.self, Cancel.self]
+    )
+
+    struct Target: ParsableArguments {
+        @Argument(help: "The campaign id.")
+        var campaignID: String
+
+        @OptionGroup var state: StateOptions
+
+        func validate() throws {
+            guard UUID(uuidString: self.campaignID) != nil else { throw ValidationError("the campaign id must be a UUID, got \"\(self.campaignID)\"") }
+        }
+
+        /// Moves the campaign to `to` in Postgres (from one of `from`) and Redis.
+        func change(to postgresState: CampaignState, from allowed: [CampaignState], queueStatus: CampaignQueueStatus) async throws {
+            let id = UUID(uuidString: self.campaignID)!
+            try await self.state.withState(logger: makeLogger("pushfleet.campaign")) { queue, store in
+                guard let record = try await store.campaign(id) else { throw CLIError("no campaign \(self.campaignID)") }
+                guard try await store.setState(id, to: postgresState, from: allowed) else {
+                    throw CLIError("campaign \(self.campaignID) is \(record.state.rawValue); it cannot become \(postgresState.rawValue)")
+                }
+                try await queue.setStatus(campaign: id, queueStatus)
+                print("campaign \(self.campaignID) \(postgresState.rawValue)")
+            }
+        }
+    }
+
+    struct Pause: AsyncParsableCommand {
+        static let configuration = CommandConfiguration(abstract: "Stop sending within a second; shards are released at their checkpoint.")
+        @OptionGroup var target: Target
+        func run() async throws { try await self.target.change(to: .paused, from: [.running], queueStatus: .paused) }
+    }
+
+    struct Resume: AsyncParsableCommand {
+        static let configuration = CommandConfiguration(abstract: "Resume a paused campaign where it stopped.")
+        @OptionGroup var target: Target
+        func run() async throws { try await self.target.change(to: .running, from: [.paused], queueStatus: .running) }
+    }
+
+    struct Cancel: AsyncParsableCommand {
+        static let configuration = CommandConfiguration(abstract: "Stop for good; what was not sent is counted as cancelled.")
+        @OptionGroup var target: Target
+        func run() async throws { try await self.target.change(to: .cancelled, from: [.running, .paused, .pending], queueStatus: .cancelled) }
+    }
+}

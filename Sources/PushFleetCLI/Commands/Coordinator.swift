@@ -1,0 +1,55 @@
+import APNSTransport
+import ArgumentParser
+import Foundation
+import PushFleetServices
+
+/// Runs the coordinator until SIGTERM/SIGINT.
+struct Coordinator: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        abstract: "Fold progress into Postgres, re-queue expired shards, apply feedback; one leader at a time."
+    )
+
+    @Option(help: "Milliseconds between two rounds.")
+    var intervalMs: Int = 1_000
+
+    @Option(help: "Binary feedback service HOST:PORT to poll (needs --cert/--key or --p12).")
+    var feedbackEndpoint: String?
+
+    @Option(help: "Topic whose tokens the feedback service reports.")
+    var feedbackTopic: String?
+
+    @Option(help: "Environment of the feedback service: production or sandbox.")
+    var feedbackEnvironment: String = "production"
+
+    @Option(help: "Seconds between two polls of the feedback service.")
+    var feedbackIntervalS: Int = 60
+
+    @OptionGroup var tls: TLSOptions
+    @OptionGroup var state: StateOptions
+
+    func validate() throws {
+        guard self.intervalMs >= 10 else { throw ValidationError("--interval-ms is at least 10") }
+        if self.feedbackEndpoint != nil {
+            guard self.feedbackTopic != nil else { throw ValidationError("--feedback-endpoint needs --feedback-topic") }
+            guard self.tls.hasIdentity else { throw ValidationError("--feedback-endpoint needs a client certificate: --cert and --key, or --p12") }
+        }
+    }
+
+    func run() async throws {
+        let logger = makeLogger("pushfleet.coordinator")
+        var feedback: [CoordinatorService.FeedbackSource] = []
+        if let text = self.feedbackEndpoint, let topic = self.feedbackTopic {
+            let endpoint = try Endpoint(parsing: text, option: "--feedback-endpoint")
+            feedback.append(.init(host: endpoint.host, port: endpoint.port, tls: try self.tls.clientTLS(), topic: topic, environment: self.feedbackEnvironment))
+        }
+        let configuration = CoordinatorService.Configuration(
+            interval: .milliseconds(self.intervalMs), feedback: feedback, feedbackInterval: .seconds(self.feedbackIntervalS)
+        )
+        let drain = DrainSignal()
+        let signals = Task { try await Signals.waitForTermination(); drain.trigger() }
+        defer { signals.cancel() }
+        try await self.state.withState(logger: logger) { queue, store in
+            await CoordinatorService(configuration: configuration, queue: queue, store: store, logger: logger).run(until: drain)
+        }
+    }
+}

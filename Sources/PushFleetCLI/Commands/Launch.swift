@@ -1,0 +1,101 @@
+import ArgumentParser
+import Foundation
+import PushFleetCore
+import PushFleetPostgres
+import PushFleetServices
+
+/// Creates a campaign from a token file, standard input, or the registry.
+struct Launch: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        abstract: "Validate an audience and a payload, create the campaign, and print its id.",
+        discussion: """
+            Token file: one token per line in hex, spaces inside a token allowed, blank lines and '#' \
+            comments skipped; duplicates are dropped and counted. Every line is checked before \
+            anything becomes visible: a bad line fails the launch with its file and line, and nothing \
+            is created. Launching again with the same --campaign-id changes nothing.
+            """
+    )
+
+    @Option(help: "The app's bundle ID (the APNs topic).")
+    var topic: String
+
+    @Option(help: "The payload: JSON text, or @FILE.")
+    var payload: String
+
+    @Option(help: "Token file, or '-' for standard input.")
+    var tokens: String?
+
+    @Flag(help: "Target every active registry token of the topic and environment instead of --tokens.")
+    var fromRegistry = false
+
+    @Option(help: "production or sandbox.")
+    var environment: String = "production"
+
+    @Option(help: "apns-push-type: alert, background, voip, …")
+    var pushType: String = "alert"
+
+    @Option(help: "10, 5 or 1.")
+    var priority: Int = 10
+
+    @Option(help: "Epoch seconds after which APNs may drop the notification; 0 = don't store.")
+    var expiration: Int = 0
+
+    @Option(help: "apns-collapse-id, so a re-send shows once (at most 64 bytes).")
+    var collapseId: String?
+
+    @Option(help: "Tokens per shard.")
+    var shardSize: Int = 1_000
+
+    @Option(help: "Campaign id (UUID); launching the same id twice creates one campaign.")
+    var campaignId: String?
+
+    @Option(help: "http2 or binary: the payload limit and token size to check against.")
+    var `protocol`: String = "http2"
+
+    @Flag(help: "Print a JSON object instead of the id.")
+    var json = false
+
+    @OptionGroup var state: StateOptions
+
+    func validate() throws {
+        guard (self.tokens == nil) != !self.fromRegistry else { throw ValidationError("Give --tokens FILE or --from-registry (one of them).") }
+        guard ["production", "sandbox"].contains(self.environment) else { throw ValidationError("--environment is production or sandbox") }
+        guard ["http2", "binary"].contains(self.protocol) else { throw ValidationError("--protocol is http2 or binary") }
+        guard [10, 5, 1].contains(self.priority) else { throw ValidationError("--priority is 10, 5 or 1") }
+        guard (1...100_000).contains(self.shardSize) else { throw ValidationError("--shard-size is between 1 and 100000") }
+        if let id = self.campaignId, UUID(uuidString: id) == nil { throw ValidationError("--campaign-id must be a UUID, got \"\(id)\"") }
+        if let collapse = self.collapseId, collapse.utf8.count > 64 { throw ValidationError("--collapse-id is \(collapse.utf8.count) bytes; APNs allows 64") }
+        guard !self.topic.isEmpty else { throw ValidationError("--topic must not be empty") }
+    }
+
+    func run() async throws {
+        let binary = self.protocol == "binary"
+        let format: PayloadFormat = binary ? .binaryFrame : (self.pushType == "voip" ? .voip : .http2)
+        let payload = try PayloadOption.load(self.payload, format: format)
+        let reader = try self.tokens.map { try TokenFileReader(path: $0) }
+        let logger = makeLogger("pushfleet.launch")
+        let request = Launcher.Request(
+            id: self.campaignId.flatMap(UUID.init(uuidString:)), topic: self.topic, environment: self.environment, payload: payload,
+            pushType: self.pushType, priority: self.priority, expiration: self.expiration, collapseID: self.collapseId,
+            shardSize: self.shardSize, requiredTokenSize: binary ? DeviceToken.binaryProtocolByteCount : nil
+        )
+        let result = try await self.state.withState(logger: logger) { queue, store in
+            let launcher = Launcher(queue: queue, store: store)
+            if let reader {
+                var source = FileTokenSource(reader: reader, requiredSize: request.requiredTokenSize)
+                return try await launcher.launch(request, tokens: &source)
+            }
+            let (topic, environment) = (self.topic, self.environment)
+            var source = RegistryTokenSource(store: CampaignStorePager { after, limit in
+                try await store.activeTokens(topic: topic, environment: environment, after: after, limit: limit)
+            })
+            return try await launcher.launch(request, tokens: &source)
+        }
+        if self.json {
+            print("{\"id\":\"\(result.id.uuidString.lowercased())\",\"total\":\(result.total),\"duplicates_dropped\":\(result.duplicatesDropped),\"shards\":\(result.shardCount),\"created\":\(result.created)}")
+        } else {
+            if !result.created { writeStandardError("campaign \(result.id.uuidString.lowercased()) exists already; nothing changed\n") }
+            print(result.id.uuidString.lowercased())
+        }
+    }
+}

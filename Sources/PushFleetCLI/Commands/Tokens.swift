@@ -1,0 +1,43 @@
+import ArgumentParser
+import Foundation
+import PushFleetPostgres
+
+/// The token registry.
+struct Tokens: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(abstract: "Manage the token registry.", subcommands: [Import.self])
+
+    struct Import: AsyncParsableCommand {
+        static let configuration = CommandConfiguration(
+            abstract: "Bulk-load tokens into the registry; a token registered again becomes active again."
+        )
+
+        @Argument(help: "Token file, or '-' for standard input.")
+        var file: String
+
+        @Option(help: "The app's bundle ID.")
+        var topic: String
+
+        @Option(help: "production or sandbox.")
+        var environment: String
+
+        @OptionGroup var state: StateOptions
+
+        func validate() throws {
+            guard ["production", "sandbox"].contains(self.environment) else { throw ValidationError("--environment is production or sandbox") }
+        }
+
+        func run() async throws {
+            let reader = try TokenFileReader(path: self.file)
+            let imported = try await self.state.withStore(logger: makeLogger("pushfleet.tokens")) { store in
+                var total = 0
+                let now = Date()
+                while true {
+                    let batch = try reader.read(upTo: 10_000)
+                    if batch.isEmpty { return total }
+                    total += try await store.importTokens(batch, topic: self.topic, environment: self.environment, registeredAt: now)
+                }
+            }
+            print("imported \(imported) tokens for \(self.topic) (\(self.environment))")
+        }
+    }
+}

@@ -1,0 +1,186 @@
+public import APNSTransport
+public import Logging
+public import PushFleetPostgres
+public import PushFleetRedis
+import APNSWire
+import Foundation
+import NIOCore
+import NIOPosix
+import PushFleetCore
+
+/// The only writer of progress to Postgres. One instance leads (a Postgres advisory lock); others
+/// wait. About once a second it folds each campaign's counters and events from Redis into Postgres
+/// idempotently, re-queues shards whose lease expired, marks rejected tokens in the registry, polls
+/// the binary feedback services it is told about, and finishes campaigns whose counts reconcile.
+public final class CoordinatorService: Sendable {
+    /// A binary feedback service to poll, and whose tokens it speaks of.
+    public struct FeedbackSource: Sendable {
+        public var host: String
+        public var port: Int
+        public var tls: ClientTLS
+        public var serverHostname: String?
+        public var topic: String
+        public var environment: String
+
+        public init(host: String, port: Int, tls: ClientTLS, serverHostname: String? = nil, topic: String, environment: String) {
+            self.host = host
+            self.port = port
+            self.tls = tls
+            self.serverHostname = serverHostname
+            self.topic = topic
+            self.environment = environment
+        }
+    }
+
+    public struct Configuration: Sendable {
+        /// Time between two rounds. Defaults to 1 second.
+        public var interval: Duration
+        /// Claims of one shard before it is set aside as dead. Defaults to 5.
+        public var maximumAttempts: Int
+        /// Events folded per campaign per round. Defaults to 20,000.
+        public var eventsPerRound: Int
+        public var feedback: [FeedbackSource]
+        /// Time between two polls of each feedback service. Defaults to 60 seconds.
+        public var feedbackInterval: Duration
+
+        public init(
+            interval: Duration = .seconds(1), maximumAttempts: Int = 5, eventsPerRound: Int = 20_000,
+            feedback: [FeedbackSource] = [], feedbackInterval: Duration = .seconds(60)
+        ) {
+            self.interval = interval
+            self.maximumAttempts = maximumAttempts
+            self.eventsPerRound = eventsPerRound
+            self.feedback = feedback
+            self.feedbackInterval = feedbackInterval
+        }
+    }
+
+    public let configuration: Configuration
+    let queue: CampaignQueue
+    let store: CampaignStore
+    let logger: Logger
+
+    public init(configuration: Configuration, queue: CampaignQueue, store: CampaignStore, logger: Logger) {
+        self.configuration = configuration
+        self.queue = queue
+        self.store = store
+        self.logger = logger
+    }
+
+    /// Leads when it can, until `drain` is triggered.
+    public func run(until drain: DrainSignal) async {
+        while !drain.isTriggered {
+            do {
+                let led = try await self.store.withLeadership {
+                    self.logger.info("coordinator leads")
+                    await self.lead(until: drain)
+                }
+                if led == nil { await drain.sleep(for: self.configuration.interval) }
+            } catch {
+                self.logger.warning("coordinator round failed", metadata: ["error": "\(error)"])
+                await drain.sleep(for: self.configuration.interval)
+            }
+        }
+    }
+
+    private func lead(until drain: DrainSignal) async {
+        var lastFeedbackPoll: ContinuousClock.Instant? = nil
+        while !drain.isTriggered {
+            do {
+                try await self.round()
+                if lastFeedbackPoll.map({ ContinuousClock.now - $0 >= self.configuration.feedbackInterval }) ?? true {
+                    lastFeedbackPoll = .now
+                    await self.pollFeedback()
+                }
+            } catch {
+                self.logger.warning("coordinator round failed", metadata: ["error": "\(error)"])
+            }
+            await drain.sleep(for: self.configuration.interval)
+        }
+    }
+
+    /// One pass over every unfinished campaign.
+    public func round() async throws {
+        for campaign in try await self.store.campaigns(in: [.running, .paused, .cancelled]) {
+            if campaign.state == .cancelled {
+                if campaign.pending > 0 { try await self.finishCancelled(campaign) }
+                continue
+            }
+            let (counters, caughtUp) = try await self.fold(campaign)
+            let rejected = counters.rejected.values.reduce(0, +)
+            if caughtUp, counters.doneShards == campaign.shardCount, counters.accepted + rejected == campaign.total {
+                if try await self.store.setState(campaign.id, to: .completed, from: [.running, .paused]) {
+                    self.logger.info("campaign completed", metadata: ["campaign": "\(campaign.id)", "accepted": "\(counters.accepted)", "rejected": "\(rejected)"])
+                }
+                try await self.queue.remove(campaign: campaign.id, topic: campaign.topic, environment: campaign.environment)
+            }
+        }
+    }
+
+    /// Settles a cancelled campaign once no worker holds a shard of it: what was never sent is
+    /// counted as cancelled, and its Redis keys go.
+    private func finishCancelled(_ campaign: CampaignRecord) async throws {
+        // Leases first: once none is left, no fenced checkpoint can move the counters any more.
+        guard try await self.queue.leaseCount(campaign: campaign.id) == 0 else {
+            try await self.fold(campaign)
+            return
+        }
+        let (counters, caughtUp) = try await self.fold(campaign)
+        guard caughtUp else { return }
+        let cancelled = campaign.total - counters.accepted - counters.rejected.values.reduce(0, +)
+        try await self.store.setCancelled(campaign.id, count: max(0, cancelled))
+        try await self.queue.remove(campaign: campaign.id, topic: campaign.topic, environment: campaign.environment)
+        self.logger.info("campaign cancelled", metadata: ["campaign": "\(campaign.id)", "cancelled": "\(cancelled)"])
+    }
+
+    /// Folds a campaign's counters and events into Postgres. Returns the counters, and whether
+    /// every event was applied (false when more are waiting than one round takes).
+    @discardableResult
+    private func fold(_ campaign: CampaignRecord) async throws -> (CampaignCounters, Bool) {
+        let id = campaign.id
+        let reaped = try await self.queue.reapExpiredLeases(campaign: id, maximumAttempts: self.configuration.maximumAttempts)
+        if reaped > 0 { self.logger.info("re-queued shards whose lease expired", metadata: ["campaign": "\(id)", "shards": "\(reaped)"]) }
+
+        // Counters first, then events: a counter never runs behind the events already applied.
+        let counters = try await self.queue.counters(campaign: id)
+        let events = try await self.queue.events(campaign: id, after: campaign.lastEventID, count: self.configuration.eventsPerRound)
+        var rejections: [AppliedRejection] = []
+        var doneShards: [Int] = []
+        for (_, event) in events {
+            switch event {
+            case .rejected(let rejection, let shard):
+                rejections.append(AppliedRejection(token: rejection.token, reason: rejection.reason, shard: shard, apnsTimestampMilliseconds: rejection.timestampMilliseconds))
+            case .shardDone(let shard):
+                doneShards.append(shard)
+            }
+        }
+        let lastEventID = events.last?.id ?? campaign.lastEventID
+        _ = try await self.store.apply(
+            ProgressUpdate(
+                campaign: id, accepted: counters.accepted, rejected: counters.rejected, resent: counters.resent,
+                doneShards: counters.doneShards, rejections: rejections, doneShardIDs: doneShards, lastEventID: lastEventID
+            )
+        )
+        if let last = events.last { try await self.queue.trimEvents(campaign: id, through: last.id) }
+        return (counters, events.count < self.configuration.eventsPerRound)
+    }
+
+    private func pollFeedback() async {
+        for source in self.configuration.feedback {
+            do {
+                let tuples = try await FeedbackClient.fetch(
+                    host: source.host, port: source.port, tls: source.tls, serverHostname: source.serverHostname,
+                    eventLoop: MultiThreadedEventLoopGroup.singleton.next()
+                )
+                guard !tuples.isEmpty else { continue }
+                try await self.store.markTokens(
+                    tuples.map { (token: $0.token, status: .unregistered, reason: "Unregistered", since: Date(timeIntervalSince1970: TimeInterval($0.timestamp))) },
+                    topic: source.topic, environment: source.environment
+                )
+                self.logger.info("applied the feedback service", metadata: ["endpoint": "\(source.host):\(source.port)", "tokens": "\(tuples.count)"])
+            } catch {
+                self.logger.warning("cannot poll the feedback service", metadata: ["endpoint": "\(source.host):\(source.port)", "error": "\(error)"])
+            }
+        }
+    }
+}

@@ -1,0 +1,14 @@
+/// Why a launch was refused. Messages that concern a token file are prefixed with its place by the
+/// token source; these are the launcher's own.
+public struct LaunchError: Error, CustomStringConvertible {
+    public let message: String
+    public var description: String { self.message }
+
+    static func wrongTokenSize(_ size: Int, required: Int) -> Self {
+        Self(message: "a token is \(size) bytes (\(size * 2) hex digits); the binary protocol requires \(required) bytes (\(required * 2) hex digits)")
+    }
+
+    static func emptyAudience() -> Self {
+        Self(message: "the audience has no tokens")
+    }
+}

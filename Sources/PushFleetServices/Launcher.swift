@@ -1,0 +1,137 @@
+public import Foundation
+public import PushFleetCore
+public import PushFleetPostgres
+public import PushFleetRedis
+import Logging
+
+/// Creates a campaign: reads and checks the whole audience, drops duplicates, writes the shards to
+/// Redis as it goes, then records the campaign in Postgres and publishes it to the workers.
+///
+/// Nothing becomes visible before every token was read and checked: a bad line discards what was
+/// staged and leaves no campaign behind. Launching the same id twice creates one campaign.
+public struct Launcher: Sendable {
+    /// What to send, and to whom.
+    public struct Request: Sendable {
+        public var id: UUID?
+        public var topic: String
+        public var environment: String
+        public var payload: Payload
+        public var pushType: String
+        public var priority: Int
+        public var expiration: Int
+        public var collapseID: String?
+        /// Tokens per shard. Defaults to 1,000.
+        public var shardSize: Int
+        /// Required token size in bytes (32 for the binary protocol), or `nil` for any.
+        public var requiredTokenSize: Int?
+
+        public init(
+            id: UUID? = nil, topic: String, environment: String, payload: Payload, pushType: String = "alert",
+            priority: Int = 10, expiration: Int = 0, collapseID: String? = nil, shardSize: Int = 1_000, requiredTokenSize: Int? = nil
+        ) {
+            self.id = id
+            self.topic = topic
+            self.environment = environment
+            self.payload = payload
+            self.pushType = pushType
+            self.priority = priority
+            self.expiration = expiration
+            self.collapseID = collapseID
+            self.shardSize = shardSize
+            self.requiredTokenSize = requiredTokenSize
+        }
+    }
+
+    public struct Result: Sendable, Hashable {
+        public var id: UUID
+        public var total: Int
+        public var duplicatesDropped: Int
+        public var shardCount: Int
+        /// `false` when a campaign with this id existed already and nothing was changed.
+        public var created: Bool
+    }
+
+    public let queue: CampaignQueue
+    public let store: CampaignStore
+
+    public init(queue: CampaignQueue, store: CampaignStore) {
+        self.queue = queue
+        self.store = store
+    }
+
+    public func launch(_ request: Request, tokens: inout some TokenSource) async throws -> Result {
+        let id = request.id ?? UUID()
+        let existing = try await self.store.campaign(id)
+        let published = existing == nil ? false : try await self.queue.descriptor(campaign: id) != nil
+        if let existing, existing.state != .pending || published {
+            return Result(id: id, total: existing.total, duplicatesDropped: existing.duplicatesDropped, shardCount: existing.shardCount, created: false)
+        }
+        // A pending campaign without its Redis half is one whose launch died before publishing:
+        // stage it again and publish it.
+        var seen = TokenFingerprintSet()
+        var shardCounts: [Int] = []
+        var current: [DeviceToken] = []
+        var staged: [(shard: Int, tokens: [DeviceToken])] = []
+        var duplicates = 0
+        current.reserveCapacity(request.shardSize)
+        do {
+            while true {
+                let batch = try await tokens.next(upTo: 4_096)
+                if batch.isEmpty { break }
+                for token in batch {
+                    if let required = request.requiredTokenSize, token.count != required {
+                        throw LaunchError.wrongTokenSize(token.count, required: required)
+                    }
+                    guard seen.insert(token) else {
+                        duplicates += 1
+                        continue
+                    }
+                    current.append(token)
+                    if current.count == request.shardSize {
+                        staged.append((shardCounts.count, current))
+                        shardCounts.append(current.count)
+                        current.removeAll(keepingCapacity: true)
+                        if staged.count == 50 {
+                            try await self.queue.stageShards(campaign: id, shards: staged)
+                            staged.removeAll()
+                        }
+                    }
+                }
+            }
+            if !current.isEmpty {
+                staged.append((shardCounts.count, current))
+                shardCounts.append(current.count)
+            }
+            guard !shardCounts.isEmpty else { throw LaunchError.emptyAudience() }
+            if !staged.isEmpty { try await self.queue.stageShards(campaign: id, shards: staged) }
+        } catch {
+            try? await self.queue.discard(campaign: id, shardCount: shardCounts.count + 1)
+            throw error
+        }
+
+        let total = shardCounts.reduce(0, +)
+        if existing == nil {
+            let created = try await self.store.createCampaign(
+                NewCampaign(
+                    id: id, topic: request.topic, environment: request.environment, payload: request.payload.bytes,
+                    pushType: request.pushType, priority: request.priority, expiration: request.expiration,
+                    collapseID: request.collapseID, shardSize: request.shardSize, shardTokenCounts: shardCounts,
+                    totalTokens: total, duplicatesDropped: duplicates
+                )
+            )
+            if !created {
+                // Another launch of the same id won the race; it publishes its own shards.
+                return Result(id: id, total: total, duplicatesDropped: duplicates, shardCount: shardCounts.count, created: false)
+            }
+        }
+        try await self.queue.publish(
+            CampaignDescriptor(
+                id: id, topic: request.topic, environment: request.environment, payload: request.payload.bytes,
+                pushType: request.pushType, priority: request.priority, expiration: request.expiration,
+                collapseID: request.collapseID, shardCount: shardCounts.count, totalTokens: total, status: .running
+            )
+        )
+        _ = try await self.store.setState(id, to: .running, from: [.pending])
+        return Result(id: id, total: total, duplicatesDropped: duplicates, shardCount: shardCounts.count, created: true)
+    }
+}

@@ -1,0 +1,48 @@
+extension WorkerService {
+    /// How a worker claims and paces work. Every default is stated with its unit.
+    public struct Configuration: Sendable {
+        /// Campaigns of this topic and environment are served.
+        public var topic: String
+        public var environment: String
+        /// Names this worker in lease owners and logs. Defaults to host, pid and a random suffix.
+        public var workerID: String
+        /// Shards worked at once, each over its own connection. Defaults to 4.
+        public var connections: Int
+        /// A shard's lease, renewed by every checkpoint. Defaults to 30,000 ms.
+        public var leaseMilliseconds: Int
+        /// Checkpoint after this many outcomes. Defaults to 100.
+        public var checkpointEvery: Int
+        /// Checkpoint (and so heartbeat) at least this often. Defaults to 1 second.
+        public var checkpointInterval: Duration
+        /// Tokens read from a shard at a time. Defaults to 500.
+        public var readWindow: Int
+        /// How long to wait before looking for work again when there is none. Defaults to 250 ms.
+        public var idlePoll: Duration
+        /// How long a drain (SIGTERM) waits for outcomes of what was already sent. Defaults to 20 s.
+        public var drainTimeout: Duration
+
+        public init(
+            topic: String,
+            environment: String,
+            workerID: String = WorkerService.defaultWorkerID(),
+            connections: Int = 4,
+            leaseMilliseconds: Int = 30_000,
+            checkpointEvery: Int = 100,
+            checkpointInterval: Duration = .seconds(1),
+            readWindow: Int = 500,
+            idlePoll: Duration = .milliseconds(250),
+            drainTimeout: Duration = .seconds(20)
+        ) {
+            self.topic = topic
+            self.environment = environment
+            self.workerID = workerID
+            self.connections = max(1, connections)
+            self.leaseMilliseconds = leaseMilliseconds
+            self.checkpointEvery = max(1, checkpointEvery)
+            self.checkpointInterval = checkpointInterval
+            self.readWindow = max(1, readWindow)
+            self.idlePoll = idlePoll
+            self.drainTimeout = drainTimeout
+        }
+    }
+}

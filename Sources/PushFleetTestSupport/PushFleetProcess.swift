@@ -1,0 +1,90 @@
+import Foundation
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// A `pushfleet` process started by a test: its output is collected, and signals can be sent to it.
+public final class PushFleetProcess: @unchecked Sendable {
+    // unchecked Sendable: `process` and the pipes are only read after launch; output goes through the lock.
+    private let process = Process()
+    private let output = OutputBuffer()
+    private let errors = OutputBuffer()
+    public let arguments: [String]
+
+    /// The `pushfleet` executable built next to the test bundle.
+    public static var executable: String {
+        let directory = URL(fileURLWithPath: CommandLine.arguments[0]).deletingLastPathComponent()
+        for candidate in [directory, directory.deletingLastPathComponent()] {
+            let path = candidate.appendingPathComponent("pushfleet").path
+            if FileManager.default.isExecutableFile(atPath: path) { return path }
+        }
+        return TestCertificates.repositoryRoot() + "/.build/debug/pushfleet"
+    }
+
+    /// Starts `pushfleet arguments…` with `environment` added to this process's environment.
+    public init(_ arguments: [String], environment: [String: String] = [:]) throws {
+        self.arguments = arguments
+        self.process.executableURL = URL(fileURLWithPath: Self.executable)
+        self.process.arguments = arguments
+        var merged = ProcessInfo.processInfo.environment
+        merged["PUSHFLEET_LOG_LEVEL"] = merged["PUSHFLEET_LOG_LEVEL"] ?? "warning"
+        for (key, value) in environment { merged[key] = value }
+        self.process.environment = merged
+        let out = Pipe()
+        let err = Pipe()
+        self.process.standardOutput = out
+        self.process.standardError = err
+        self.process.standardInput = FileHandle.nullDevice
+        let output = self.output
+        let errors = self.errors
+        out.fileHandleForReading.readabilityHandler = { output.append($0.availableData) }
+        err.fileHandleForReading.readabilityHandler = { errors.append($0.availableData) }
+        try self.process.run()
+    }
+
+    public var pid: Int32 { self.process.processIdentifier }
+    public var isRunning: Bool { self.process.isRunning }
+
+    public func signal(_ number: Int32) { kill(self.process.processIdentifier, number) }
+
+    /// Waits for the process to end and returns its exit status (128 + n for signal n).
+    @discardableResult
+    public func wait() async -> Int32 {
+        while self.process.isRunning { try? await Task.sleep(for: .milliseconds(50)) }
+        // Let the pipes' last bytes arrive.
+        try? await Task.sleep(for: .milliseconds(50))
+        return self.process.terminationReason == .uncaughtSignal ? 128 + self.process.terminationStatus : self.process.terminationStatus
+    }
+
+    public var standardOutput: String { self.output.text }
+    public var standardError: String { self.errors.text }
+
+    /// Runs `pushfleet arguments…` to the end: (status, stdout, stderr).
+    public static func run(_ arguments: [String], environment: [String: String] = [:]) async throws -> (status: Int32, output: String, error: String) {
+        let process = try PushFleetProcess(arguments, environment: environment)
+        let status = await process.wait()
+        return (status, process.standardOutput, process.standardError)
+    }
+
+    deinit {
+        if self.process.isRunning { kill(self.process.processIdentifier, SIGKILL) }
+    }
+}
+
+private final class OutputBuffer: @unchecked Sendable {
+    // unchecked Sendable: every access holds the lock.
+    private let lock = NSLock()
+    private var data = Data()
+
+    func append(_ chunk: Data) {
+        self.lock.lock()
+        self.data.append(chunk)
+        self.lock.unlock()
+    }
+
+    var text: String {
+        self.lock.lock()
+        defer { self.lock.unlock() }
+        return String(decoding: self.data, as: UTF8.self)
+    }
+}

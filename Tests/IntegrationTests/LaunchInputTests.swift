@@ -1,0 +1,109 @@
+import Foundation
+import PushFleetCore
+import PushFleetTestSupport
+import Testing
+
+/// Bad input gets a clear message, a non-zero exit, and creates nothing.
+@Suite struct LaunchInputTests {
+    let redis = (try? IntegrationEnvironment.redisURL()) ?? "redis://127.0.0.1:6379"
+    let postgres = (try? IntegrationEnvironment.postgresURL()) ?? "postgres://postgres@127.0.0.1:5432/pushfleet"
+    let payload = #"{"aps":{"alert":"hi"}}"#
+
+    private func writeFile(_ lines: [String]) throws -> String {
+        let path = NSTemporaryDirectory() + "pushfleet-input-\(UUID().uuidString).txt"
+        try lines.joined(separator: "\n").write(toFile: path, atomically: true, encoding: .utf8)
+        return path
+    }
+
+    private func launch(_ arguments: [String]) async throws -> (status: Int32, output: String, error: String) {
+        try await PushFleetProcess.run(["launch", "--topic", "com.example.input", "--redis", self.redis, "--postgres", self.postgres] + arguments)
+    }
+
+    /// `status` of a campaign that must not exist.
+    private func expectNoCampaign(_ id: UUID) async throws {
+        let status = try await PushFleetProcess.run(["status", id.uuidString, "--redis", self.redis, "--postgres", self.postgres])
+        #expect(status.status != 0)
+        #expect(status.error.contains("no campaign \(id.uuidString)"))
+    }
+
+    @Test func malformedTokenLineNamesFileAndLine() async throws {
+        let good = TestTokens.token(1).hexString
+        let file = try self.writeFile(["# audience", good, "", "c9d4c07c fbbc26d6 zz", good])
+        let id = UUID()
+        let result = try await self.launch(["--tokens", file, "--payload", self.payload, "--campaign-id", id.uuidString])
+        #expect(result.status != 0)
+        #expect(result.error.contains("\(file):4:"), "names the file and line: \(result.error)")
+        #expect(result.error.contains("'z' at column 19"), "says why: \(result.error)")
+        try await self.expectNoCampaign(id)
+    }
+
+    @Test func shortTokenForTheBinaryProtocolNamesFileAndLine() async throws {
+        let file = try self.writeFile([TestTokens.token(1).hexString, "abcd"])
+        let id = UUID()
+        let result = try await self.launch(["--tokens", file, "--payload", self.payload, "--protocol", "binary", "--campaign-id", id.uuidString])
+        #expect(result.status != 0)
+        #expect(result.error.contains("\(file):2:"))
+        #expect(result.error.contains("2 bytes"))
+        try await self.expectNoCampaign(id)
+    }
+
+    @Test func oversizedPayloadForTheBinaryProtocolSaysByHowMuch() async throws {
+        let file = try self.writeFile([TestTokens.token(1).hexString])
+        // {"aps":{"alert":"xxx…"}} of exactly 3,000 bytes.
+        let big = #"{"aps":{"alert":""# + String(repeating: "x", count: 3_000 - 20) + #""}}"#
+        let id = UUID()
+        let result = try await self.launch(["--tokens", file, "--payload", big, "--protocol", "binary", "--campaign-id", id.uuidString])
+        #expect(result.status != 0)
+        #expect(result.error.contains("3000 bytes"), "\(result.error)")
+        #expect(result.error.contains("952 bytes over the 2048-byte limit"), "\(result.error)")
+        try await self.expectNoCampaign(id)
+    }
+
+    @Test func invalidJSONSaysWhere() async throws {
+        let file = try self.writeFile([TestTokens.token(1).hexString])
+        let id = UUID()
+        let result = try await self.launch(["--tokens", file, "--payload", #"{"aps":{"alert":"hi",}}"#, "--campaign-id", id.uuidString])
+        #expect(result.status != 0)
+        #expect(result.error.contains("not valid JSON"))
+        #expect(result.error.contains("line 1, column 22"), "\(result.error)")
+        try await self.expectNoCampaign(id)
+    }
+
+    @Test func unknownCampaignIdIsAnError() async throws {
+        try await self.expectNoCampaign(UUID())
+        let pause = try await PushFleetProcess.run(["campaign", "pause", UUID().uuidString, "--redis", self.redis, "--postgres", self.postgres])
+        #expect(pause.status != 0)
+        #expect(pause.error.contains("no campaign"))
+    }
+
+    @Test func unreachableRedisNamesHostAndPort() async throws {
+        let file = try self.writeFile([TestTokens.token(1).hexString])
+        let result = try await PushFleetProcess.run(
+            ["launch", "--topic", "com.example.input", "--tokens", file, "--payload", self.payload, "--redis", "redis://127.0.0.1:1", "--postgres", self.postgres]
+        )
+        #expect(result.status != 0)
+        #expect(result.error.contains("127.0.0.1:1"), "\(result.error)")
+    }
+
+    @Test func unreachablePostgresNamesHostAndPort() async throws {
+        let result = try await PushFleetProcess.run(["status", UUID().uuidString, "--redis", self.redis, "--postgres", "postgres://postgres@127.0.0.1:1/pushfleet"])
+        #expect(result.status != 0)
+        #expect(result.error.contains("127.0.0.1:1"), "\(result.error)")
+    }
+
+    @Test func sameCampaignIdTwiceCreatesOneCampaign() async throws {
+        let file = try self.writeFile((0..<2_500).map { TestTokens.token($0).hexString } + [TestTokens.token(0).hexString])
+        let id = UUID()
+        let first = try await self.launch(["--tokens", file, "--payload", self.payload, "--campaign-id", id.uuidString, "--json"])
+        #expect(first.status == 0, "\(first.error)")
+        #expect(first.output.contains("\"total\":2500"))
+        #expect(first.output.contains("\"duplicates_dropped\":1"))
+        #expect(first.output.contains("\"shards\":3"))
+        #expect(first.output.contains("\"created\":true"))
+        let second = try await self.launch(["--tokens", file, "--payload", self.payload, "--campaign-id", id.uuidString, "--json"])
+        #expect(second.status == 0)
+        #expect(second.output.contains("\"created\":false"))
+        let cancel = try await PushFleetProcess.run(["campaign", "cancel", id.uuidString, "--redis", self.redis, "--postgres", self.postgres])
+        #expect(cancel.status == 0, "\(cancel.error)")
+    }
+}

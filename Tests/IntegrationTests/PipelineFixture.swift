@@ -1,0 +1,128 @@
+import APNSMockServer
+import Foundation
+import Logging
+import NIOCore
+import PushFleetCore
+import PushFleetPostgres
+import PushFleetTestSupport
+import Testing
+
+/// The whole system on loopback: the simulator in this process; Redis and Postgres from
+/// `scripts/test.sh`; launch, workers, coordinator and status as real `pushfleet` processes.
+struct PipelineFixture {
+    let mock: BinaryFixture
+    let topic: String
+    let redisURL: String
+    let postgresURL: String
+    let tokens: [DeviceToken]
+    let invalid: Set<DeviceToken>
+    let unregistered: Set<DeviceToken>
+    let tokenFile: String
+
+    /// An audience of `count` tokens; 1 in `invalidEvery` answered InvalidToken, 1 in
+    /// `unregisteredEvery` reported by the feedback service.
+    static func start(
+        count: Int, invalidEvery: Int? = 100, unregisteredEvery: Int? = 100,
+        faults: MockAPNSConfiguration.BinaryFaults = .init()
+    ) async throws -> PipelineFixture {
+        let seed = UInt64.random(in: 1...UInt64.max)
+        let tokens = TestTokens.tokens(count, seed: seed)
+        let invalid = invalidEvery.map { k in Set(stride(from: k / 2, to: count, by: k).map { tokens[$0] }) } ?? []
+        let unregistered = unregisteredEvery.map { k in Set(stride(from: k / 4, to: count, by: k).map { tokens[$0] }) } ?? []
+        let mock = try await BinaryFixture.start(invalidTokens: invalid, unregisteredTokens: unregistered, faults: faults)
+        let file = NSTemporaryDirectory() + "pushfleet-audience-\(seed).txt"
+        try tokens.map(\.hexString).joined(separator: "\n").write(toFile: file, atomically: true, encoding: .utf8)
+        return PipelineFixture(
+            mock: mock, topic: "com.example.pipeline.\(String(seed, radix: 36))",
+            redisURL: try IntegrationEnvironment.redisURL(), postgresURL: try IntegrationEnvironment.pipelinePostgresURL(),
+            tokens: tokens, invalid: invalid, unregistered: unregistered, tokenFile: file
+        )
+    }
+
+    func stop() async {
+        await self.mock.stop()
+        try? FileManager.default.removeItem(atPath: self.tokenFile)
+    }
+
+    var stateArguments: [String] { ["--redis", self.redisURL, "--postgres", self.postgresURL] }
+
+    var tlsArguments: [String] {
+        let certificates = self.mock.certificates
+        return ["--ca", certificates.caCertificate, "--cert", certificates.clientCertificate, "--key", certificates.clientKey]
+    }
+
+    /// Runs `pushfleet launch` and returns the campaign id.
+    func launch(_ extra: [String] = []) async throws -> UUID {
+        let result = try await PushFleetProcess.run(
+            ["launch", "--topic", self.topic, "--protocol", "binary", "--tokens", self.tokenFile,
+             "--payload", #"{"aps":{"alert":"叮咚 Ding dong","sound":"default"}}"#] + extra + self.stateArguments
+        )
+        try #require(result.status == 0, "launch failed: \(result.error)")
+        return try #require(UUID(uuidString: result.output.split(separator: "\n").last.map(String.init) ?? ""), "launch printed \(result.output)")
+    }
+
+    /// Starts a worker against the fixture's simulator, or against `gateway`.
+    func startWorker(connections: Int = 4, leaseMilliseconds: Int = 3_000, gateway: BinaryFixture? = nil) throws -> PushFleetProcess {
+        try PushFleetProcess(
+            ["worker", "--topic", self.topic, "--protocol", "binary", "--endpoint", "127.0.0.1:\((gateway ?? self.mock).binaryPort)",
+             "--connections", "\(connections)", "--lease-ms", "\(leaseMilliseconds)"] + self.tlsArguments + self.stateArguments
+        )
+    }
+
+    func startCoordinator() throws -> PushFleetProcess {
+        try PushFleetProcess(
+            ["coordinator", "--interval-ms", "200", "--feedback-endpoint", "127.0.0.1:\(self.mock.ports.feedback!)",
+             "--feedback-topic", self.topic, "--feedback-interval-s", "1"] + self.tlsArguments + self.stateArguments
+        )
+    }
+
+    /// `pushfleet status ID --json`, parsed.
+    func status(_ id: UUID) async throws -> [String: Any] {
+        let result = try await PushFleetProcess.run(["status", id.uuidString, "--json"] + self.stateArguments)
+        try #require(result.status == 0, "status failed: \(result.error)")
+        let object = try JSONSerialization.jsonObject(with: Data(result.output.utf8)) as? [String: Any]
+        return try #require(object)
+    }
+
+    /// Polls the status until `done` holds. The limit only keeps a broken run from hanging CI.
+    func waitForStatus(_ id: UUID, limit: Duration = .seconds(600), until done: ([String: Any]) -> Bool) async throws -> [String: Any] {
+        let start = ContinuousClock.now
+        while true {
+            let status = try await self.status(id)
+            if done(status) { return status }
+            if ContinuousClock.now - start > limit {
+                Issue.record("campaign \(id) did not get there within \(limit): \(status)")
+                return status
+            }
+            try await Task.sleep(for: .milliseconds(300))
+        }
+    }
+
+    func waitForCompletion(_ id: UUID) async throws -> [String: Any] {
+        try await self.waitForStatus(id) { $0["state"] as? String == "completed" }
+    }
+
+    /// Checks the ledger and the final status: every valid token delivered, none of the invalid ones,
+    /// at most `duplicatesAllowed` duplicates, and the counts reconcile.
+    func expectReconciled(_ status: [String: Any], duplicatesAllowed: Int) {
+        let valid = self.tokens.count - self.invalid.count
+        #expect(status["total"] as? Int == self.tokens.count)
+        #expect(status["accepted"] as? Int == valid)
+        #expect(status["rejected"] as? [String: Int] == (self.invalid.isEmpty ? [:] : ["InvalidToken": self.invalid.count]))
+        #expect(status["pending"] as? Int == 0)
+        let lost = self.tokens.count { !self.invalid.contains($0) && self.mock.ledger.deliveries(of: $0) == 0 }
+        let delivered = self.tokens.count { self.invalid.contains($0) && self.mock.ledger.deliveries(of: $0) > 0 }
+        #expect(lost == 0, "valid tokens never delivered")
+        #expect(delivered == 0, "invalid tokens delivered")
+        let duplicates = self.mock.ledger.snapshot().duplicateDeliveries
+        #expect(duplicates <= duplicatesAllowed, "duplicate deliveries")
+    }
+
+    /// A store for checking the registry, run for the duration of `body`.
+    func withStore<T: Sendable>(_ body: (CampaignStore) async throws -> T) async throws -> T {
+        let store = CampaignStore(configuration: try PostgresConfiguration(url: self.postgresURL), logger: quietLogger)
+        let running = Task { await store.run() }
+        defer { running.cancel() }
+        return try await body(store)
+    }
+}

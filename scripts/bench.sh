@@ -1,0 +1,117 @@
+#!/usr/bin/env bash
+# scripts/bench.sh [--tokens N] [--workers W] [--connections C] [--protocol binary] [--error-delay-ms D]
+#
+# The whole system on this machine, everything local: Redis, Postgres, the simulator, a
+# coordinator and W workers as separate processes; one campaign of N clean tokens (default
+# 10,000,000). Prints: launch rate, Redis memory per million tokens, wall time from launch to
+# `completed`, notifications per second, worker CPU µs per notification, peak RSS per worker,
+# and the ledger's lost and duplicate counts. Not a test: it asserts nothing about speed.
+set -euo pipefail
+cd "$(dirname "${BASH_SOURCE[0]}")/.."
+# shellcheck source=lib/services.sh
+source scripts/lib/services.sh
+
+tokens=10000000
+workers=2
+connections=4
+protocol=binary
+error_delay_ms=500
+while (($#)); do
+    case "$1" in
+        --tokens) tokens="$2"; shift 2 ;;
+        --workers) workers="$2"; shift 2 ;;
+        --connections) connections="$2"; shift 2 ;;
+        --protocol) protocol="$2"; shift 2 ;;
+        --error-delay-ms) error_delay_ms="$2"; shift 2 ;;
+        *) echo "unknown option $1" >&2; exit 2 ;;
+    esac
+done
+[[ "$protocol" == binary ]] || { echo "--protocol $protocol is not available yet" >&2; exit 2; }
+
+pf_install_missing
+tmp="$(mktemp -d /tmp/pushfleet-bench.XXXXXX)"
+chmod 755 "$tmp"
+pids=()
+# shellcheck disable=SC2317 # reached through the trap
+cleanup() {
+    for pid in "${pids[@]}"; do kill "$pid" 2>/dev/null || true; done
+    for pid in "${pids[@]}"; do wait "$pid" 2>/dev/null || true; done
+    pf_stop_services
+    rm -rf "$tmp"
+}
+trap cleanup EXIT
+
+# PUSHFLEET_BUILD_PATH picks another build folder (e.g. .build-release, to build beside a test run).
+build_path="${PUSHFLEET_BUILD_PATH:-.build}"
+swift build -c release --product pushfleet --scratch-path "$build_path" >&2
+bin="$PWD/$build_path/release/pushfleet"
+pf_start_redis "$tmp/redis"
+pf_start_postgres "$tmp/pg"
+bash scripts/make-test-certs.sh "$tmp/certs" >/dev/null
+tls=(--ca "$tmp/certs/ca.pem" --cert "$tmp/certs/client.pem" --key "$tmp/certs/client-key.pem")
+redis_port="${PUSHFLEET_REDIS_URL##*:}"
+topic="com.example.bench"
+
+now() { date +%s.%N; }
+cpu_ticks() { awk '{print $14 + $15}' "/proc/$1/stat"; }
+peak_rss_kb() { awk '/VmHWM/ {print $2}' "/proc/$1/status"; }
+redis_memory() { redis-cli -p "$redis_port" info memory | awk -F: '/^used_memory:/ {print $2}' | tr -d '\r'; }
+
+echo "machine: $(nproc) cores, $(free -g | awk '/Mem:/ {print $2}') GiB, $(uname -m), $(date -u +%Y-%m-%dT%H:%MZ)"
+echo "run: $tokens tokens, $workers workers x $connections connections, $protocol, simulator error delay $error_delay_ms ms"
+
+head -c $((tokens * 32)) /dev/urandom | od -An -v -tx1 -w32 | tr -d ' ' >"$tmp/tokens.txt"
+
+"$bin" mock-apns --certs "$tmp/certs" --binary-port 0 --feedback-port 0 --admin-port 0 --error-delay-ms "$error_delay_ms" >"$tmp/mock.log" 2>&1 &
+pids+=($!)
+for _ in $(seq 100); do grep -q '^mock-apns binary=' "$tmp/mock.log" && break; sleep 0.1; done
+binary_port="$(sed -n 's/^mock-apns binary=\([0-9]*\).*/\1/p' "$tmp/mock.log")"
+admin_port="$(sed -n 's/.* admin=\([0-9]*\).*/\1/p' "$tmp/mock.log")"
+
+# Launch alone first, so that its rate and Redis's memory are measured without the fleet.
+memory_before="$(redis_memory)"
+start="$(now)"
+id="$("$bin" launch --topic "$topic" --protocol binary --tokens "$tmp/tokens.txt" --payload '{"aps":{"alert":"Ding dong: someone is at the door","sound":"default"}}' | tail -n 1)"
+launched="$(now)"
+memory_after="$(redis_memory)"
+
+"$bin" coordinator --interval-ms 500 >"$tmp/coordinator.log" 2>&1 &
+pids+=($!)
+worker_pids=()
+for i in $(seq "$workers"); do
+    "$bin" worker --topic "$topic" --protocol binary --endpoint "127.0.0.1:$binary_port" --connections "$connections" "${tls[@]}" >"$tmp/worker-$i.log" 2>&1 &
+    worker_pids+=($!)
+    pids+=($!)
+done
+
+while :; do
+    state="$("$bin" status "$id" --json | sed -n 's/.*"state":"\([a-z]*\)".*/\1/p')"
+    [[ "$state" == completed || "$state" == failed || "$state" == cancelled ]] && break
+    sleep 0.5
+done
+done_at="$(now)"
+
+ticks=0
+rss_max=0
+for pid in "${worker_pids[@]}"; do
+    ticks=$((ticks + $(cpu_ticks "$pid")))
+    rss="$(peak_rss_kb "$pid")"
+    ((rss > rss_max)) && rss_max=$rss
+done
+hz="$(getconf CLK_TCK)"
+stats="$(curl -s "http://127.0.0.1:$admin_port/stats")"
+accepted="$(sed -n 's/.*"accepted":\([0-9]*\).*/\1/p' <<<"$stats")"
+distinct="$(sed -n 's/.*"distinct_tokens":\([0-9]*\).*/\1/p' <<<"$stats")"
+
+awk -v n="$tokens" -v s="$start" -v l="$launched" -v d="$done_at" -v mb="$memory_before" -v ma="$memory_after" \
+    -v t="$ticks" -v hz="$hz" -v rss="$rss_max" -v acc="$accepted" -v dis="$distinct" -v state="$state" 'BEGIN {
+    printf "state                          %s\n", state
+    printf "launch                         %.1f s, %.0f tokens/s\n", l - s, n / (l - s)
+    printf "Redis memory per million       %.1f MB\n", (ma - mb) / 1e6 / (n / 1e6)
+    printf "launch -> completed            %.1f s\n", d - s
+    printf "delivery (workers start -> completed)  %.1f s, %.0f notifications/s\n", d - l, n / (d - l)
+    printf "worker CPU per notification    %.2f us (all workers, user+system)\n", t / hz * 1e6 / n
+    printf "peak RSS per worker            %.0f MB\n", rss / 1024
+    printf "ledger                         accepted %d, distinct %d, lost %d, duplicates %d\n", acc, dis, n - dis, acc - dis
+}'
+"$bin" status "$id"
