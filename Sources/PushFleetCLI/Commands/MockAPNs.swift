@@ -1,5 +1,6 @@
 import APNSMockServer
 import ArgumentParser
+import Foundation
 import Logging
 import NIOCore
 import NIOPosix
@@ -72,7 +73,8 @@ struct MockAPNs: AsyncParsableCommand {
         let configuration = try self.makeConfiguration()
         let server = MockAPNSServer(configuration: configuration, group: MultiThreadedEventLoopGroup.singleton)
         let ports = try await server.start()
-        print("mock-apns binary=\(ports.binary ?? 0) feedback=\(ports.feedback ?? 0) admin=\(ports.admin ?? 0)")
+        // Unbuffered: scripts read this line to learn the ports while the simulator runs.
+        FileHandle.standardOutput.write(Data("mock-apns binary=\(ports.binary ?? 0) feedback=\(ports.feedback ?? 0) admin=\(ports.admin ?? 0)\n".utf8))
         try await Signals.waitForTermination()
         try await server.shutdown()
     }
