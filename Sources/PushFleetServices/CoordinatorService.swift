@@ -109,10 +109,12 @@ public final class CoordinatorService: Sendable {
             let (counters, caughtUp) = try await self.fold(campaign)
             let rejected = counters.rejected.values.reduce(0, +)
             if caughtUp, counters.doneShards == campaign.shardCount, counters.accepted + rejected == campaign.total {
+                // Only the round that completed it removes its keys: a campaign cancelled meanwhile
+                // still needs its counters for the cancelled count.
                 if try await self.store.setState(campaign.id, to: .completed, from: [.running, .paused]) {
                     self.logger.info("campaign completed", metadata: ["campaign": "\(campaign.id)", "accepted": "\(counters.accepted)", "rejected": "\(rejected)"])
+                    try await self.queue.remove(campaign: campaign.id, topic: campaign.topic, environment: campaign.environment)
                 }
-                try await self.queue.remove(campaign: campaign.id, topic: campaign.topic, environment: campaign.environment)
             }
         }
     }

@@ -28,6 +28,8 @@ struct ShardRun {
     private var acceptedSinceCheckpoint = 0
     private var rejectionsSinceCheckpoint: [Rejection] = []
     private var lastCheckpoint = ContinuousClock.now
+    /// When the last checkpoint that Redis confirmed was sent: the lease runs from there.
+    private var lastConfirmedCheckpoint = ContinuousClock.now
     private var resentReported = 0
     private var stopping: ContinuousClock.Instant? = nil
 
@@ -78,24 +80,44 @@ struct ShardRun {
             let finished = self.lowWater == self.lease.tokenCount
             let drained = self.stopping != nil && self.feedEnded && self.lowWater == self.fedUpTo
             let outOfTime = self.stopping.map { ContinuousClock.now - $0 >= self.configuration.drainTimeout } ?? false
+            var saved = false
             if due || finished || drained || outOfTime {
                 switch await self.checkpoint() {
                 case .leaseLost:
                     self.logger.warning("lease lost at checkpoint; dropping the shard", metadata: self.metadata)
                     return .leaseLost
+                case .failed:
+                    // Redis did not answer. Past the lease by our own clock, another worker may own
+                    // the shard already: stop, and leave the shard to the lease's expiry.
+                    if ContinuousClock.now - self.lastConfirmedCheckpoint >= .milliseconds(self.configuration.leaseMilliseconds) {
+                        self.logger.warning("no checkpoint for a whole lease; dropping the shard", metadata: self.metadata)
+                        return .leaseLost
+                    }
                 case .ok(let status):
+                    saved = true
                     if status != .running && self.stopping == nil { self.beginStopping(stop) }
                 }
             }
+            // Complete or release only right after a checkpoint that saved every outcome.
+            guard saved else { continue }
             if finished {
                 if (try? await self.worker.queue.complete(self.lease)) != true {
                     self.logger.warning("lease lost at completion", metadata: self.metadata)
                 }
                 return .completed
             }
-            if drained || outOfTime {
+            if drained {
                 _ = try? await self.worker.queue.release(self.lease, cursor: self.lowWater, countAttempt: false)
-                return outOfTime && !drained ? .abandoned : .released
+                return .released
+            }
+            if outOfTime {
+                // Outcomes of [lowWater, fedUpTo) never came: stop the sender before anyone else can
+                // claim the shard, count those as re-sends, then release.
+                self.sender.setWriteDeadline(.now())
+                if case .ok = await self.checkpoint(extraResent: self.fedUpTo - self.lowWater) {
+                    _ = try? await self.worker.queue.release(self.lease, cursor: self.lowWater, countAttempt: false)
+                }
+                return .abandoned
             }
         }
         return .abandoned
@@ -118,9 +140,11 @@ struct ShardRun {
         stop.set()
     }
 
-    private mutating func checkpoint() async -> CheckpointResult {
+    enum CheckpointOutcome { case ok(CampaignQueueStatus), leaseLost, failed }
+
+    private mutating func checkpoint(extraResent: Int = 0) async -> CheckpointOutcome {
         let statistics = await self.sender.statistics()
-        let resent = statistics.framesResentAfterSilentClose - self.resentReported
+        let resent = statistics.framesResentAfterSilentClose - self.resentReported + extraResent
         let sentAt = ContinuousClock.now
         do {
             let result = try await self.worker.queue.checkpoint(
@@ -128,19 +152,23 @@ struct ShardRun {
                 resent: resent, leaseMilliseconds: self.configuration.leaseMilliseconds
             )
             self.lastCheckpoint = sentAt
-            if case .ok = result {
+            switch result {
+            case .leaseLost:
+                return .leaseLost
+            case .ok(let status):
                 self.acceptedSinceCheckpoint = 0
                 self.rejectionsSinceCheckpoint.removeAll()
                 self.resentReported = statistics.framesResentAfterSilentClose
+                self.lastConfirmedCheckpoint = sentAt
                 self.renewWriteDeadline(from: sentAt)
+                return .ok(status)
             }
-            return result
         } catch {
             // Redis unreachable: keep the outcomes and try again at the next tick. The write
             // deadline is not renewed, so sending stops when the lease may have run out.
             self.lastCheckpoint = sentAt
             self.logger.warning("checkpoint failed; will retry", metadata: ["error": "\(error)"])
-            return .ok(.running)
+            return .failed
         }
     }
 
@@ -198,5 +226,6 @@ struct ShardRun {
 final class StopFlag: Sendable {
     private let value = Atomic<Bool>(false)
     func set() { self.value.store(true, ordering: .releasing) }
+    func clear() { self.value.store(false, ordering: .releasing) }
     var isSet: Bool { self.value.load(ordering: .acquiring) }
 }

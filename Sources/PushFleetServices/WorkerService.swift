@@ -47,9 +47,10 @@ public final class WorkerService: Sendable {
     private func runSlot(_ slot: Int, drain: DrainSignal, payloads: PayloadCache) async {
         let (inputs, continuation) = AsyncStream.makeStream(of: SlotInput.self)
         var iterator = inputs.makeAsyncIterator()
+        let working = StopFlag()  // set while a shard runs: ticks are only for ShardRun
         let ticker = Task {
             while !Task.isCancelled {
-                continuation.yield(.tick)
+                if working.isSet { continuation.yield(.tick) }
                 try? await Task.sleep(for: .milliseconds(100))
             }
         }
@@ -75,7 +76,10 @@ public final class WorkerService: Sendable {
                 worker: self, lease: lease, descriptor: descriptor, payload: payload, sender: sender,
                 run: UInt64(slot & 0xFFFF) << 48 | UInt64(run & 0xFFFF) << 32, drain: drain
             )
-            switch await shard.execute(inputs: &iterator, continuation: continuation) {
+            working.set()
+            let ending = await shard.execute(inputs: &iterator, continuation: continuation)
+            working.clear()
+            switch ending {
             case .completed, .released:
                 break
             case .leaseLost, .abandoned:

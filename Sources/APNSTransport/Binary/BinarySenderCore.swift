@@ -303,7 +303,9 @@ final class BinarySenderCore {
 
     /// Writes the frame the gateway must reject, and stops writing until its answer.
     private func writeSentinel() {
-        guard case .writing(let channel, let generation) = self.state, !self.window.isEmpty, self.mayWrite else { return }
+        // No write deadline here: the sentinel delivers nothing, and its answer settles frames
+        // written before the deadline.
+        guard case .writing(let channel, let generation) = self.state, !self.window.isEmpty else { return }
         self.lingerTimer?.cancel()
         self.lingerTimer = nil
         let identifier = self.takeIdentifier()
