@@ -106,4 +106,33 @@ import Testing
         let cancel = try await PushFleetProcess.run(["campaign", "cancel", id.uuidString, "--redis", self.redis, "--postgres", self.postgres])
         #expect(cancel.status == 0, "\(cancel.error)")
     }
+
+    @Test func fromRegistryTargetsTheImportedTokensOfTheTopic() async throws {
+        let topic = "com.example.registry.\(UUID().uuidString.prefix(8).lowercased())"
+        let file = try self.writeFile((0..<1_234).map { TestTokens.token($0, seed: 77).hexString })
+        let imported = try await PushFleetProcess.run(
+            ["tokens", "import", file, "--topic", topic, "--environment", "production", "--redis", self.redis, "--postgres", self.postgres]
+        )
+        #expect(imported.status == 0, "\(imported.error)")
+        #expect(imported.output.contains("imported 1234 tokens"))
+        let launched = try await PushFleetProcess.run(
+            ["launch", "--topic", topic, "--from-registry", "--payload", self.payload, "--shard-size", "500", "--json",
+             "--redis", self.redis, "--postgres", self.postgres]
+        )
+        #expect(launched.status == 0, "\(launched.error)")
+        #expect(launched.output.contains("\"total\":1234"))
+        #expect(launched.output.contains("\"shards\":3"))
+        let other = try await PushFleetProcess.run(
+            ["launch", "--topic", topic + ".other", "--from-registry", "--payload", self.payload, "--redis", self.redis, "--postgres", self.postgres]
+        )
+        #expect(other.status != 0)
+        #expect(other.error.contains("no tokens"))
+        if let id = launched.output.split(separator: "\"")[safe: 3] {
+            _ = try await PushFleetProcess.run(["campaign", "cancel", String(id), "--redis", self.redis, "--postgres", self.postgres])
+        }
+    }
+}
+
+extension Array {
+    subscript(safe index: Int) -> Element? { self.indices.contains(index) ? self[index] : nil }
 }

@@ -85,10 +85,7 @@ struct Launch: AsyncParsableCommand {
                 var source = FileTokenSource(reader: reader, requiredSize: request.requiredTokenSize)
                 return try await launcher.launch(request, tokens: &source)
             }
-            let (topic, environment) = (self.topic, self.environment)
-            var source = RegistryTokenSource(store: CampaignStorePager { after, limit in
-                try await store.activeTokens(topic: topic, environment: environment, after: after, limit: limit)
-            })
+            var source = RegistryTokenSource(store: store, topic: self.topic, environment: self.environment)
             return try await launcher.launch(request, tokens: &source)
         }
         if self.json {

@@ -15,21 +15,3 @@ struct FileTokenSource: TokenSource {
         return tokens
     }
 }
-
-/// The active tokens of a topic and environment in the registry, page by page.
-struct RegistryTokenSource: TokenSource {
-    let store: CampaignStorePager
-    var after: DeviceToken? = nil
-
-    mutating func next(upTo maximum: Int) async throws -> [DeviceToken] {
-        let tokens = try await self.store.page(after: self.after, limit: maximum)
-        self.after = tokens.last
-        return tokens
-    }
-}
-
-/// Reads registry pages for one topic and environment.
-struct CampaignStorePager: Sendable {
-    let page: @Sendable (DeviceToken?, Int) async throws -> [DeviceToken]
-    func page(after: DeviceToken?, limit: Int) async throws -> [DeviceToken] { try await self.page(after, limit) }
-}
