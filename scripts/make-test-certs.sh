@@ -9,6 +9,9 @@
 #   client.p12, client.p12.password    client cert + key + CA, PKCS#12
 #   rogue-ca.pem, rogue-ca-key.pem     a different CA, for negative tests
 #   rogue-client.pem, rogue-client-key.pem  client cert issued by the rogue CA
+#   auth-key.p8, auth-key-public.pem   provider-token signing key (P-256, PKCS#8
+#                                      like Apple's .p8) and its public key
+#   other-auth-key.p8, other-auth-key-public.pem  a second one, for negative tests
 #
 # Idempotent: if OUTDIR already holds a complete set that is valid for at
 # least another day, nothing is done.
@@ -24,7 +27,8 @@ DAYS=30
 P12_PASSWORD="pushfleet-test"
 FILES=(ca.pem ca-key.pem server.pem server-key.pem server-chain.pem
     client.pem client-key.pem client.p12 client.p12.password
-    rogue-ca.pem rogue-ca-key.pem rogue-client.pem rogue-client-key.pem)
+    rogue-ca.pem rogue-ca-key.pem rogue-client.pem rogue-client-key.pem
+    auth-key.p8 auth-key-public.pem other-auth-key.p8 other-auth-key-public.pem)
 
 command -v openssl >/dev/null 2>&1 || { echo "make-test-certs: openssl not found" >&2; exit 1; }
 
@@ -120,6 +124,12 @@ cat "$work/server.pem" "$work/ca.pem" >"$work/server-chain.pem"
 make_ca rogue-ca "PushFleet Rogue CA"
 make_leaf rogue-client "PushFleet Test Client" client rogue-ca
 
+# Provider-token keys: Apple's .p8 files are PKCS#8 PEM ("BEGIN PRIVATE KEY").
+for name in auth-key other-auth-key; do
+    newkey "$work/$name.p8"
+    quiet openssl pkey -in "$work/$name.p8" -pubout -out "$work/$name-public.pem"
+done
+
 # No trailing newline: the password is the file's exact content, whether the
 # reader trims whitespace or not.
 printf '%s' "$P12_PASSWORD" >"$work/client.p12.password"
@@ -142,7 +152,7 @@ fi
 # Keys and the password stay 600; certificates may be world-readable.
 for f in "${FILES[@]}"; do
     case "$f" in
-        *-key.pem | client.p12 | client.p12.password) chmod 600 "$work/$f" ;;
+        *-key.pem | *.p8 | client.p12 | client.p12.password) chmod 600 "$work/$f" ;;
         *) chmod 644 "$work/$f" ;;
     esac
     mv -f "$work/$f" "$out/$f"

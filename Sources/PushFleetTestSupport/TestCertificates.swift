@@ -17,6 +17,12 @@ public struct TestCertificates: Sendable {
     public var clientPKCS12: String { self.path("client.p12") }
     public var rogueClientCertificate: String { self.path("rogue-client.pem") }
     public var rogueClientKey: String { self.path("rogue-client-key.pem") }
+    /// Provider-token signing key (PKCS#8 PEM, like Apple's `.p8`) and its public key.
+    public var authKey: String { self.path("auth-key.p8") }
+    public var authKeyPublic: String { self.path("auth-key-public.pem") }
+    /// A second signing key the simulator is not told about unless a test says so.
+    public var otherAuthKey: String { self.path("other-auth-key.p8") }
+    public var otherAuthKeyPublic: String { self.path("other-auth-key-public.pem") }
 
     /// The password of ``clientPKCS12``.
     public var clientPKCS12Password: String {
