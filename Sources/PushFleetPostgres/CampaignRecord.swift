@@ -16,6 +16,8 @@ public struct CampaignRecord: Sendable, Hashable {
     public var rejected: [String: Int]
     /// Notifications sent more than once after a crash or a silent drop (not an outcome; a cost).
     public var resent: Int
+    /// Requests repeated because APNs asked for it (HTTP/2 429, 500, 503): a cost, never a duplicate.
+    public var retried: Int
     /// Tokens never sent because the operator cancelled.
     public var cancelled: Int
     /// Shards whose every token has an outcome.
@@ -34,7 +36,7 @@ public struct CampaignRecord: Sendable, Hashable {
 
     public init(
         id: UUID, topic: String, environment: String, state: CampaignState, total: Int, shardCount: Int,
-        accepted: Int = 0, rejected: [String: Int] = [:], resent: Int = 0, cancelled: Int = 0, doneShards: Int = 0,
+        accepted: Int = 0, rejected: [String: Int] = [:], resent: Int = 0, retried: Int = 0, cancelled: Int = 0, doneShards: Int = 0,
         duplicatesDropped: Int = 0, createdAt: Date, startedAt: Date? = nil, finishedAt: Date? = nil,
         lastEventID: String = "0-0"
     ) {
@@ -47,6 +49,7 @@ public struct CampaignRecord: Sendable, Hashable {
         self.accepted = accepted
         self.rejected = rejected
         self.resent = resent
+        self.retried = retried
         self.cancelled = cancelled
         self.doneShards = doneShards
         self.duplicatesDropped = duplicatesDropped

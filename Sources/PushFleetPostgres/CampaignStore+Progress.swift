@@ -36,6 +36,7 @@ extension CampaignStore {
                 """
                 UPDATE campaigns SET
                     accepted = GREATEST(accepted, \(update.accepted)), resent = GREATEST(resent, \(update.resent)),
+                    retried = GREATEST(retried, \(update.retried)),
                     done_shards = GREATEST(done_shards, \(update.doneShards)), last_event_id = \(last.description),
                     last_event_ms = \(last.milliseconds), last_event_seq = \(last.sequence), updated_at = now()
                 WHERE campaign_id = \(id)

@@ -27,6 +27,7 @@ public struct ProgressUpdate: Sendable {
     public var accepted: Int
     public var rejected: [String: Int]
     public var resent: Int
+    public var retried: Int
     public var doneShards: Int
     /// Events: applied once, guarded by ``lastEventID``.
     public var rejections: [AppliedRejection]
@@ -38,13 +39,14 @@ public struct ProgressUpdate: Sendable {
     public var hasEvents: Bool { !self.rejections.isEmpty || !self.doneShardIDs.isEmpty }
 
     public init(
-        campaign: UUID, accepted: Int, rejected: [String: Int], resent: Int, doneShards: Int,
+        campaign: UUID, accepted: Int, rejected: [String: Int], resent: Int, retried: Int = 0, doneShards: Int,
         rejections: [AppliedRejection] = [], doneShardIDs: [Int] = [], lastEventID: String
     ) {
         self.campaign = campaign
         self.accepted = accepted
         self.rejected = rejected
         self.resent = resent
+        self.retried = retried
         self.doneShards = doneShards
         self.rejections = rejections
         self.doneShardIDs = doneShardIDs

@@ -12,7 +12,13 @@ enum Schema {
     /// Key of the transaction-scoped advisory lock that serializes concurrent migrations.
     static let migrationLockKey: Int64 = 0x5055_5348_4D49_4752  // "PUSHMIGR"
 
-    static var migrations: [Migration] { [version1] }
+    static var migrations: [Migration] { [version1, version2] }
+
+    private static var version2: Migration {
+        Migration(version: 2, name: "retried requests", statements: [
+            "ALTER TABLE campaigns ADD COLUMN retried bigint NOT NULL DEFAULT 0"
+        ])
+    }
 
     private static var version1: Migration {
         Migration(version: 1, name: "registry, campaigns, progress", statements: [

@@ -6,13 +6,16 @@ public struct CampaignCounters: Hashable, Sendable {
     public var rejected: [String: Int]
     /// Tokens sent more than once (a dead worker's unconfirmed window, or re-sends a worker reported).
     public var resent: Int
+    /// Requests repeated because APNs asked for it (HTTP/2 429, 500, 503).
+    public var retried: Int
     /// Shards completed.
     public var doneShards: Int
 
-    public init(accepted: Int = 0, rejected: [String: Int] = [:], resent: Int = 0, doneShards: Int = 0) {
+    public init(accepted: Int = 0, rejected: [String: Int] = [:], resent: Int = 0, retried: Int = 0, doneShards: Int = 0) {
         self.accepted = accepted
         self.rejected = rejected
         self.resent = resent
+        self.retried = retried
         self.doneShards = doneShards
     }
 

@@ -28,6 +28,8 @@ struct CampaignKeys: Sendable {
     var sent: [UInt8] { self.key("sent") }
     /// HASH: shard id → how many holders lost it.
     var attempts: [UInt8] { self.key("attempts") }
+    /// HASH: shard id → `worker|fence#sequence` of the last checkpoint applied.
+    var checkpoints: [UInt8] { self.key("ckseq") }
     /// LIST: shard ids given up on after too many attempts.
     var dead: [UInt8] { self.key("dead") }
     /// HASH: `accepted`, `resent`, `done_shards`, `rejected:<reason>`.
@@ -41,7 +43,7 @@ struct CampaignKeys: Sendable {
     /// Every key but the shard lists.
     var fixed: [[UInt8]] {
         [self.meta, self.pending, self.leases, self.owner, self.fence, self.cursor, self.sent, self.attempts, self.dead,
-         self.stats, self.events]
+         self.stats, self.events, self.checkpoints]
     }
 
     /// `SCAN` pattern matching every key of the campaign.

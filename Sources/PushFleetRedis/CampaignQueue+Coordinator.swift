@@ -17,6 +17,7 @@ extension CampaignQueue {
                 switch name {
                 case "accepted": counters.accepted = number
                 case "resent": counters.resent = number
+                case "retried": counters.retried = number
                 case "done_shards": counters.doneShards = number
                 case _ where name.hasPrefix("rejected:"): counters.rejected[String(name.dropFirst("rejected:".count))] = number
                 default: break

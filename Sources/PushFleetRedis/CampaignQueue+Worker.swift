@@ -65,24 +65,20 @@ extension CampaignQueue {
     /// is the heartbeat; call it at least every third of the lease.
     ///
     /// Cheap and O(rejections): one script call, one `HINCRBY` per delta and per rejection, one
-    /// stream entry per rejection.
+    /// stream entry per rejection. Safe to repeat: a checkpoint sent again with the same
+    /// ``CheckpointDelta/sequence`` after an unanswered call is applied once.
     /// - Parameters:
-    ///   - cursor: The first index without an outcome. Never lowers the stored cursor.
-    ///   - accepted: Tokens accepted since the last checkpoint.
-    ///   - rejections: Tokens rejected since the last checkpoint; each becomes an event and bumps `rejected:<reason>`.
-    ///   - resent: Tokens this worker sent again since the last checkpoint.
+    ///   - delta: What happened since the holder's previous checkpoint.
     ///   - leaseMilliseconds: The new lease length from now, by Redis' clock.
     /// - Returns: `.ok` with the campaign's status (pause or cancel reaches workers here), or `.leaseLost`.
-    public func checkpoint(
-        _ lease: ShardLease, cursor: Int, accepted: Int, rejections: [Rejection], resent: Int, leaseMilliseconds: Int
-    ) async throws -> CheckpointResult {
+    public func checkpoint(_ lease: ShardLease, _ delta: CheckpointDelta, leaseMilliseconds: Int) async throws -> CheckpointResult {
         let keys = CampaignKeys(lease.campaign)
         var arguments: [[UInt8]] = [
-            lease.shard.redisArgument, Array(lease.owner.utf8), cursor.redisArgument, accepted.redisArgument,
-            resent.redisArgument, leaseMilliseconds.redisArgument,
+            lease.shard.redisArgument, Array(lease.owner.utf8), delta.cursor.redisArgument, delta.accepted.redisArgument,
+            delta.resent.redisArgument, delta.retried.redisArgument, leaseMilliseconds.redisArgument, delta.sequence.redisArgument,
         ]
-        arguments.reserveCapacity(arguments.count + 3 * rejections.count)
-        for rejection in rejections {
+        arguments.reserveCapacity(arguments.count + 3 * delta.rejections.count)
+        for rejection in delta.rejections {
             arguments.append(rejection.token.bytes)
             arguments.append(Array(rejection.reason.utf8))
             arguments.append((rejection.timestampMilliseconds ?? 0).redisArgument)
@@ -90,7 +86,7 @@ extension CampaignQueue {
         return try await self.client.withConnection { [arguments] connection -> CheckpointResult in
             let reply = try connection.checkedEvaluate(
                 "checkpoint", CampaignScripts.checkpoint,
-                keys: [keys.owner, keys.cursor, keys.leases, keys.stats, keys.events, keys.meta], arguments: arguments
+                keys: [keys.owner, keys.cursor, keys.leases, keys.stats, keys.events, keys.meta, keys.checkpoints], arguments: arguments
             )
             if reply == .integer(0) { return .leaseLost }
             guard let text = reply.string, let status = CampaignQueueStatus(rawValue: text) else {
@@ -108,7 +104,9 @@ extension CampaignQueue {
         return try await self.client.withConnection { connection in
             let reply = try connection.checkedEvaluate(
                 "complete", CampaignScripts.complete,
-                keys: [keys.owner, keys.cursor, keys.leases, keys.sent, keys.stats, keys.events, keys.shard(lease.shard)],
+                keys: [
+                    keys.owner, keys.cursor, keys.leases, keys.sent, keys.stats, keys.events, keys.shard(lease.shard), keys.checkpoints,
+                ],
                 arguments: [lease.shard.redisArgument, Array(lease.owner.utf8)]
             )
             return try connection.integer(reply, "the complete script") == 1

@@ -46,37 +46,48 @@ extension CampaignScripts {
     /// Records outcomes of a held shard and extends its lease; with zero deltas, a heartbeat.
     /// O(rejections): one HINCRBY and one XADD per rejection.
     ///
-    /// KEYS: 1 owner, 2 cursor, 3 leases, 4 stats, 5 events, 6 meta.
-    /// ARGV: 1 shard, 2 worker|fence, 3 cursor, 4 accepted, 5 resent, 6 lease_ms,
+    /// Idempotent per holder and sequence number: a worker that saw no answer sends the same
+    /// checkpoint again with the same sequence; if the first one was applied, the repeat only
+    /// renews the lease. Only the holder's latest sequence is remembered, which is enough because a
+    /// worker repeats a checkpoint until it is answered before it sends the next.
+    ///
+    /// KEYS: 1 owner, 2 cursor, 3 leases, 4 stats, 5 events, 6 meta, 7 checkpoint sequences.
+    /// ARGV: 1 shard, 2 worker|fence, 3 cursor, 4 accepted, 5 resent, 6 retried, 7 lease_ms, 8 sequence,
     ///       then per rejection: token bytes, reason, timestamp ms (0 = none).
     /// Returns 0 (lease lost) or the campaign status.
     static let checkpoint = RedisScript(
         """
         if redis.call('HGET', KEYS[1], ARGV[1]) ~= ARGV[2] then return 0 end
-        local cursor = tonumber(ARGV[3])
-        if cursor > tonumber(redis.call('HGET', KEYS[2], ARGV[1]) or '0') then
-          redis.call('HSET', KEYS[2], ARGV[1], cursor)
-        end
-        if ARGV[4] ~= '0' then redis.call('HINCRBY', KEYS[4], 'accepted', ARGV[4]) end
-        if ARGV[5] ~= '0' then redis.call('HINCRBY', KEYS[4], 'resent', ARGV[5]) end
-        for i = 7, #ARGV, 3 do
-          redis.call('HINCRBY', KEYS[4], 'rejected:' .. ARGV[i + 1], 1)
-          redis.call('XADD', KEYS[5], '*', 'k', 'rejected', 's', ARGV[1], 't', ARGV[i], 'r', ARGV[i + 1], 'ts', ARGV[i + 2])
+        local mark = ARGV[2] .. '#' .. ARGV[8]
+        if redis.call('HGET', KEYS[7], ARGV[1]) ~= mark then
+          redis.call('HSET', KEYS[7], ARGV[1], mark)
+          local cursor = tonumber(ARGV[3])
+          if cursor > tonumber(redis.call('HGET', KEYS[2], ARGV[1]) or '0') then
+            redis.call('HSET', KEYS[2], ARGV[1], cursor)
+          end
+          if ARGV[4] ~= '0' then redis.call('HINCRBY', KEYS[4], 'accepted', ARGV[4]) end
+          if ARGV[5] ~= '0' then redis.call('HINCRBY', KEYS[4], 'resent', ARGV[5]) end
+          if ARGV[6] ~= '0' then redis.call('HINCRBY', KEYS[4], 'retried', ARGV[6]) end
+          for i = 9, #ARGV, 3 do
+            redis.call('HINCRBY', KEYS[4], 'rejected:' .. ARGV[i + 1], 1)
+            redis.call('XADD', KEYS[5], '*', 'k', 'rejected', 's', ARGV[1], 't', ARGV[i], 'r', ARGV[i + 1], 'ts', ARGV[i + 2])
+          end
         end
         \(now)
-        redis.call('ZADD', KEYS[3], now + tonumber(ARGV[6]), ARGV[1])
+        redis.call('ZADD', KEYS[3], now + tonumber(ARGV[7]), ARGV[1])
         return redis.call('HGET', KEYS[6], 'status') or 'cancelled'
         """
     )
 
     /// Finishes a held shard: its list and bookkeeping go, `done_shards` and an event record it.
     ///
-    /// KEYS: 1 owner, 2 cursor, 3 leases, 4 sent, 5 stats, 6 events, 7 shard list.
+    /// KEYS: 1 owner, 2 cursor, 3 leases, 4 sent, 5 stats, 6 events, 7 shard list, 8 checkpoint sequences.
     /// ARGV: 1 shard, 2 worker|fence. Returns 1, or 0 when the lease was lost.
     static let complete = RedisScript(
         """
         if redis.call('HGET', KEYS[1], ARGV[1]) ~= ARGV[2] then return 0 end
         redis.call('HDEL', KEYS[1], ARGV[1])
+        redis.call('HDEL', KEYS[8], ARGV[1])
         redis.call('HDEL', KEYS[2], ARGV[1])
         redis.call('ZREM', KEYS[3], ARGV[1])
         redis.call('HDEL', KEYS[4], ARGV[1])

@@ -71,7 +71,7 @@ public final class CoordinatorService: Sendable {
     public func run(until drain: DrainSignal) async {
         while !drain.isTriggered {
             do {
-                let led = try await self.store.withLeadership {
+                let led: Void? = try await self.store.withLeadership {
                     self.logger.info("coordinator leads")
                     await self.lead(until: drain)
                 }
@@ -160,7 +160,7 @@ public final class CoordinatorService: Sendable {
         _ = try await self.store.apply(
             ProgressUpdate(
                 campaign: id, accepted: counters.accepted, rejected: counters.rejected, resent: counters.resent,
-                doneShards: counters.doneShards, rejections: rejections, doneShardIDs: doneShards, lastEventID: lastEventID
+                retried: counters.retried, doneShards: counters.doneShards, rejections: rejections, doneShardIDs: doneShards, lastEventID: lastEventID
             )
         )
         if let last = events.last { try await self.queue.trimEvents(campaign: id, through: last.id) }

@@ -1,13 +1,15 @@
-import APNSTransport
-
-/// What a worker slot reacts to: outcomes from its sender, progress of its feeder, and a clock tick.
+/// What a shard run reacts to: outcomes from the slot's channel, progress of its feeder, a clock
+/// tick, and the slot giving its channel up.
 enum SlotInput: Sendable {
-    case outcome(BinarySender.Event)
-    /// The feeder of shard run `run` handed tokens up to (not including) `index` to the sender.
-    case fed(run: UInt64, upTo: Int)
-    /// The feeder of shard run `run` stopped: the shard is fully fed, or it was told to stop.
-    case feedEnded(run: UInt64)
+    case outcomes(ArraySlice<DeliveryOutcome>)
+    /// The feeder handed tokens up to (not including) `index` to the channel.
+    case fed(upTo: Int)
+    /// The feeder stopped: the shard is fully fed, or it was told to stop.
+    case feedEnded
     /// A fenced read found the lease gone.
-    case leaseLost(run: UInt64)
+    case leaseLost
     case tick
+    /// Another run of the slot lost its lease: the channel is being replaced and its unanswered
+    /// notifications dropped. Checkpoint, count what was in flight as re-sent, and release.
+    case channelReset
 }

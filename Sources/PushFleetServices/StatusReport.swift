@@ -34,6 +34,7 @@ public struct StatusReport: Sendable {
             ("rejected", rejected),
             ("pending", "\(r.pending)"),
             ("resent", "\(r.resent)"),
+            ("retried", "\(r.retried)"),
             ("cancelled", "\(r.cancelled)"),
             ("duplicates_dropped", "\(r.duplicatesDropped)"),
             ("shards", "\(r.shardCount)"),
@@ -59,6 +60,7 @@ public struct StatusReport: Sendable {
             "pending   \(r.pending)",
             "resent    \(r.resent)",
         ]
+        if r.retried > 0 { lines.append("retried   \(r.retried)") }
         if r.cancelled > 0 { lines.append("cancelled \(r.cancelled)") }
         lines.append("rate      \(Int(self.rate))/s" + (self.etaSeconds.map { "  ETA \(Int($0.rounded()))s" } ?? ""))
         return lines.joined(separator: "\n")

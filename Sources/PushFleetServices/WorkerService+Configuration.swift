@@ -6,8 +6,12 @@ extension WorkerService {
         public var environment: String
         /// Names this worker in lease owners and logs. Defaults to host, pid and a random suffix.
         public var workerID: String
-        /// Shards worked at once, each over its own connection. Defaults to 4.
+        /// Slots, each with its own connection. Defaults to 4.
         public var connections: Int
+        /// Shards of one campaign a slot works at once over its connection. Defaults to 4: over the
+        /// binary protocol a proof round then spans several shards instead of one, while a crash
+        /// re-sends at most this many shards per connection.
+        public var shardsPerConnection: Int
         /// A shard's lease, renewed by every checkpoint. Defaults to 30,000 ms.
         public var leaseMilliseconds: Int
         /// Checkpoint after this many outcomes. Defaults to 100.
@@ -26,6 +30,7 @@ extension WorkerService {
             environment: String,
             workerID: String = WorkerService.defaultWorkerID(),
             connections: Int = 4,
+            shardsPerConnection: Int = 4,
             leaseMilliseconds: Int = 30_000,
             checkpointEvery: Int = 100,
             checkpointInterval: Duration = .seconds(1),
@@ -37,6 +42,7 @@ extension WorkerService {
             self.environment = environment
             self.workerID = workerID
             self.connections = max(1, connections)
+            self.shardsPerConnection = max(1, shardsPerConnection)
             self.leaseMilliseconds = leaseMilliseconds
             self.checkpointEvery = max(1, checkpointEvery)
             self.checkpointInterval = checkpointInterval

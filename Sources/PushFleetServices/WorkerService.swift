@@ -1,5 +1,4 @@
-public import APNSTransport
-public import Foundation
+import Foundation
 public import Logging
 public import PushFleetRedis
 import APNSWire
@@ -13,21 +12,22 @@ import Glibc
 /// records every outcome in Redis. It may be killed at any instant; another worker resumes its shards
 /// from their last checkpoint when the lease runs out.
 ///
-/// Each of ``Configuration/connections`` slots works one shard at a time over its own long-lived
-/// ``BinarySender``. On ``DrainSignal`` the slots stop claiming, wait for the outcomes of what was
-/// already sent, checkpoint, and release the unsent tail.
+/// Each of ``Configuration/connections`` slots owns one channel (a long-lived connection) and works up
+/// to ``Configuration/shardsPerConnection`` shards of one campaign over it at once: the next shard is
+/// claimed as soon as the previous one is fully handed to the channel, so the channel never waits for
+/// a shard's last answers (over the binary protocol, the proof of its last frames) before sending
+/// more. On ``DrainSignal`` the slots stop claiming, wait for the outcomes of what was already sent,
+/// checkpoint, and release the unsent tail.
 public final class WorkerService: Sendable {
     public let configuration: Configuration
     let queue: CampaignQueue
-    let makeSender: @Sendable () -> BinarySender
+    let transport: DeliveryTransport
     let logger: Logger
 
-    /// - Parameter makeSender: makes a sender for a slot; called again after a slot lost a lease
-    ///   (the old sender is shut down, dropping whatever it still held for that shard).
-    public init(configuration: Configuration, queue: CampaignQueue, logger: Logger, makeSender: @escaping @Sendable () -> BinarySender) {
+    public init(configuration: Configuration, queue: CampaignQueue, transport: DeliveryTransport, logger: Logger) {
         self.configuration = configuration
         self.queue = queue
-        self.makeSender = makeSender
+        self.transport = transport
         var logger = logger
         logger[metadataKey: "worker"] = "\(configuration.workerID)"
         self.logger = logger
@@ -35,81 +35,119 @@ public final class WorkerService: Sendable {
 
     /// Serves until `drain` is triggered, then drains and returns.
     public func run(until drain: DrainSignal) async {
-        let payloads = PayloadCache()
+        let templates = TemplateCache()
         await withTaskGroup(of: Void.self) { group in
             for slot in 0..<self.configuration.connections {
-                group.addTask { await self.runSlot(slot, drain: drain, payloads: payloads) }
+                group.addTask { await self.runSlot(slot, drain: drain, templates: templates) }
             }
         }
         self.logger.info("worker drained")
     }
 
-    private func runSlot(_ slot: Int, drain: DrainSignal, payloads: PayloadCache) async {
-        let (inputs, continuation) = AsyncStream.makeStream(of: SlotInput.self)
-        var iterator = inputs.makeAsyncIterator()
-        let working = StopFlag()  // set while a shard runs: ticks are only for ShardRun
-        let ticker = Task {
-            while !Task.isCancelled {
-                if working.isSet { continuation.yield(.tick) }
-                try? await Task.sleep(for: .milliseconds(100))
-            }
-        }
-        defer { ticker.cancel() }
-        var sender = self.makeSender()
-        var forwarder = Self.forward(sender, to: continuation)
-        var run = 0
-        while !drain.isTriggered {
-            let claimed: (ShardLease, CampaignDescriptor, Payload)?
-            do {
-                claimed = try await self.claimAny(payloads: payloads)
-            } catch {
-                self.logger.warning("cannot claim work", metadata: ["error": "\(error)"])
-                await drain.sleep(for: .seconds(1))
-                continue
-            }
-            guard let (lease, descriptor, payload) = claimed else {
-                await drain.sleep(for: self.configuration.idlePoll)
-                continue
-            }
-            run += 1
-            var shard = ShardRun(
-                worker: self, lease: lease, descriptor: descriptor, payload: payload, sender: sender,
-                run: UInt64(slot & 0xFFFF) << 48 | UInt64(run & 0xFFFF) << 32, drain: drain
-            )
-            working.set()
-            let ending = await shard.execute(inputs: &iterator, continuation: continuation)
-            working.clear()
-            switch ending {
-            case .completed, .released:
-                break
-            case .leaseLost, .abandoned:
-                // Stop sending that shard at once: the sender's queue and unconfirmed frames go.
-                _ = await sender.shutdown()
-                await forwarder.value
-                sender = self.makeSender()
-                forwarder = Self.forward(sender, to: continuation)
-            }
-        }
-        _ = await sender.shutdown()
-        await forwarder.value
+    /// What the slot loop hears from its runs.
+    private enum RunEvent: Sendable {
+        case feedEnded(run: UInt64)
+        case ended(run: UInt64, ShardRun.Ending)
     }
 
-    /// Passes a sender's outcomes to the slot, until the sender is shut down.
-    private static func forward(_ sender: BinarySender, to continuation: AsyncStream<SlotInput>.Continuation) -> Task<Void, Never> {
-        Task {
-            for await event in sender.events { continuation.yield(.outcome(event)) }
-        }
+    private struct Claim: Sendable {
+        var lease: ShardLease
+        var template: CampaignTemplate
     }
 
-    /// Claims a shard of any active campaign of this topic and environment.
-    private func claimAny(payloads: PayloadCache) async throws -> (ShardLease, CampaignDescriptor, Payload)? {
-        let campaigns = try await self.queue.activeCampaigns(topic: self.configuration.topic, environment: self.configuration.environment)
-        for campaign in campaigns.shuffled() {
-            guard let (descriptor, payload) = try await payloads.get(campaign, queue: self.queue, logger: self.logger) else { continue }
+    private func runSlot(_ slot: Int, drain: DrainSignal, templates: TemplateCache) async {
+        let (events, sink) = AsyncStream.makeStream(of: RunEvent.self)
+        var pending = events.makeAsyncIterator()
+        var context = SlotContext(channel: self.transport.makeChannel())
+        var router = context.startRouting()
+        var active = 0
+        var feeding: UInt64? = nil
+        var campaign: UUID? = nil
+        var resetting = false
+        var runs = 0
+        await withTaskGroup(of: Void.self) { group in
+            while true {
+                if active == 0 {
+                    campaign = nil
+                    if resetting {
+                        // A run lost its lease: the channel's queue and unanswered notifications
+                        // go with it, and the slot starts over on a new connection.
+                        await context.channel.shutdown()
+                        await router.value
+                        context = SlotContext(channel: self.transport.makeChannel())
+                        router = context.startRouting()
+                        resetting = false
+                    }
+                    if drain.isTriggered { break }
+                }
+                if !drain.isTriggered, !resetting, feeding == nil, active < self.configuration.shardsPerConnection {
+                    let claimed: Claim?
+                    do {
+                        claimed = try await self.claim(campaign: campaign, templates: templates)
+                    } catch {
+                        self.logger.warning("cannot claim work", metadata: ["error": "\(error)"])
+                        claimed = nil
+                    }
+                    if let claimed {
+                        runs += 1
+                        let run = UInt64(slot & 0xFFFF) << 48 | UInt64(runs & 0xFFFF) << 32
+                        let (inputs, continuation) = AsyncStream.makeStream(of: SlotInput.self)
+                        context.register(run, continuation)
+                        campaign = claimed.lease.campaign
+                        active += 1
+                        feeding = run
+                        group.addTask { [context] in
+                            var shard = ShardRun(
+                                worker: self, lease: claimed.lease, template: claimed.template, slot: context, run: run, drain: drain,
+                                onFeedEnded: { sink.yield(.feedEnded(run: run)) }
+                            )
+                            let ending = await shard.execute(inputs: inputs, continuation: continuation)
+                            context.unregister(run)
+                            sink.yield(.ended(run: run, ending))
+                        }
+                        continue
+                    }
+                    if active == 0 {
+                        await drain.sleep(for: self.configuration.idlePoll)
+                        continue
+                    }
+                }
+                guard let event = await pending.next() else { break }
+                switch event {
+                case .feedEnded(let run):
+                    if feeding == run { feeding = nil }
+                case .ended(let run, let ending):
+                    active -= 1
+                    if feeding == run { feeding = nil }
+                    if (ending == .leaseLost || ending == .abandoned) && !resetting {
+                        // Stop sending that shard at once; the slot's other shards are released.
+                        resetting = true
+                        context.halt()
+                        context.broadcast(.channelReset)
+                    }
+                }
+            }
+        }
+        await context.channel.shutdown()
+        await router.value
+    }
+
+    /// Claims a shard of `campaign`, or of any active campaign of this topic and environment when nil.
+    private func claim(campaign: UUID?, templates: TemplateCache) async throws -> Claim? {
+        let candidates: [UUID]
+        if let campaign {
+            candidates = [campaign]
+        } else {
+            candidates = try await self.queue.activeCampaigns(topic: self.configuration.topic, environment: self.configuration.environment).shuffled()
+        }
+        for candidate in candidates {
+            guard let template = try await templates.get(candidate, queue: self.queue, transport: self.transport, logger: self.logger) else {
+                continue
+            }
             if let lease = try await self.queue.claim(
-                campaign: campaign, worker: self.configuration.workerID, leaseMilliseconds: self.configuration.leaseMilliseconds
+                campaign: candidate, worker: self.configuration.workerID, leaseMilliseconds: self.configuration.leaseMilliseconds
             ) {
-                return (lease, descriptor, payload)
+                return Claim(lease: lease, template: template)
             }
         }
         return nil
@@ -124,18 +162,21 @@ public final class WorkerService: Sendable {
     }
 }
 
-/// Campaign descriptors and their checked payloads, read from Redis once per campaign.
-final class PayloadCache: Sendable {
-    private let entries = Mutex<[UUID: (CampaignDescriptor, Payload)?]>([:])
+/// Campaign templates, read from Redis and prepared once per campaign.
+final class TemplateCache: Sendable {
+    private let entries = Mutex<[UUID: CampaignTemplate?]>([:])
 
-    func get(_ campaign: UUID, queue: CampaignQueue, logger: Logger) async throws -> (CampaignDescriptor, Payload)? {
+    func get(_ campaign: UUID, queue: CampaignQueue, transport: DeliveryTransport, logger: Logger) async throws -> CampaignTemplate? {
         if let cached = self.entries.withLock({ $0[campaign] }) { return cached }
         guard let descriptor = try await queue.descriptor(campaign: campaign) else { return nil }
-        let entry: (CampaignDescriptor, Payload)?
+        let entry: CampaignTemplate?
         do {
-            entry = (descriptor, try Payload(jsonText: descriptor.payload, format: .binaryFrame))
+            entry = try transport.makeTemplate(descriptor)
         } catch {
-            logger.error("campaign cannot be sent over the binary protocol; leaving it to other workers", metadata: ["campaign": "\(campaign)", "error": "\(error)"])
+            logger.error(
+                "campaign cannot be sent over the \(transport.name) protocol; leaving it to other workers",
+                metadata: ["campaign": "\(campaign)", "error": "\(error)"]
+            )
             entry = nil
         }
         self.entries.withLock { $0[campaign] = entry }

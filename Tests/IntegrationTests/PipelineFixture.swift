@@ -62,10 +62,11 @@ struct PipelineFixture {
     }
 
     /// Starts a worker against the fixture's simulator, or against `gateway`.
-    func startWorker(connections: Int = 4, leaseMilliseconds: Int = 3_000, gateway: BinaryFixture? = nil) throws -> PushFleetProcess {
+    func startWorker(connections: Int = 4, shardsPerConnection: Int = 4, leaseMilliseconds: Int = 3_000, gateway: BinaryFixture? = nil) throws -> PushFleetProcess {
         try PushFleetProcess(
             ["worker", "--topic", self.topic, "--protocol", "binary", "--endpoint", "127.0.0.1:\((gateway ?? self.mock).binaryPort)",
-             "--connections", "\(connections)", "--lease-ms", "\(leaseMilliseconds)"] + self.tlsArguments + self.stateArguments
+             "--connections", "\(connections)",
+             "--shards-per-connection", "\(shardsPerConnection)", "--lease-ms", "\(leaseMilliseconds)"] + self.tlsArguments + self.stateArguments
         )
     }
 

@@ -60,10 +60,10 @@ import Glibc
             workers[0] = try fixture.startWorker()
         }
         let status = try await fixture.waitForCompletion(id)
-        // Re-sends are counted, bounded by what two killed workers held unconfirmed (4 shards each),
-        // and every duplicate delivery is one of them.
+        // Re-sends are counted, bounded by what two killed workers held unconfirmed (4 connections
+        // with 4 shards of 1,000 tokens each), and every duplicate delivery is one of them.
         let resent = try #require(status["resent"] as? Int)
-        #expect(resent <= 2 * 4 * 1_000)
+        #expect(resent <= 2 * 4 * 4 * 1_000)
         fixture.expectReconciled(status, duplicatesAllowed: resent)
         for worker in workers { worker.signal(SIGTERM) }
         coordinator.signal(SIGTERM)

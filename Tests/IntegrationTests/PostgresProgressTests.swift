@@ -17,7 +17,7 @@ import Testing
             _ = try await store.createCampaign(campaign)
             let update = ProgressUpdate(
                 campaign: campaign.id, accepted: 10, rejected: ["BadDeviceToken": 1, "InvalidToken": 1, "Unregistered": 2],
-                resent: 1, doneShards: 1,
+                resent: 1, retried: 4, doneShards: 1,
                 rejections: [
                     AppliedRejection(token: tokens[0], reason: "BadDeviceToken", shard: 0),
                     AppliedRejection(token: tokens[1], reason: "InvalidToken", shard: 0),
@@ -39,6 +39,7 @@ import Testing
             #expect(record.accepted == 10)
             #expect(record.rejected == ["BadDeviceToken": 1, "InvalidToken": 1, "Unregistered": 2])
             #expect(record.resent == 1)
+            #expect(record.retried == 4)
             #expect(record.doneShards == 1)
             #expect(record.lastEventID == "1700000000000-5")
             #expect(record.pending == 30 - 10 - 4)

@@ -19,7 +19,7 @@ import Testing
         #expect(fresh.attempts == 1)
 
         let rejection = Rejection(token: tokens[0], reason: "BadDeviceToken")
-        let late = try await queue.checkpoint(stale, cursor: 4, accepted: 3, rejections: [rejection], resent: 0, leaseMilliseconds: 30_000)
+        let late = try await queue.checkpoint(stale, CheckpointDelta(sequence: 1, cursor: 4, accepted: 3, rejections: [rejection]), leaseMilliseconds: 30_000)
         #expect(late == .leaseLost)
         #expect(try await queue.read(stale, from: 0, count: 4) == nil)
         #expect(try await queue.complete(stale) == false)
@@ -29,7 +29,7 @@ import Testing
         #expect(try await queue.events(campaign: fixture.campaign, after: "0-0", count: 10).isEmpty)
         #expect(try await queue.pendingCount(campaign: fixture.campaign) == 0)
         #expect(try await queue.read(fresh, from: 0, count: 4) == tokens)
-        #expect(try await queue.checkpoint(fresh, cursor: 4, accepted: 4, rejections: [], resent: 0, leaseMilliseconds: 30_000) == .ok(.running))
+        #expect(try await queue.checkpoint(fresh, CheckpointDelta(sequence: 1, cursor: 4, accepted: 4), leaseMilliseconds: 30_000) == .ok(.running))
         #expect(try await queue.complete(fresh))
         try await fixture.shutdown()
     }
@@ -40,7 +40,7 @@ import Testing
         try await fixture.launch([10])
         let first = try #require(try await queue.claim(campaign: fixture.campaign, worker: "w1", leaseMilliseconds: 200))
         _ = try await queue.read(first, from: 0, count: 6)  // sent = 6
-        _ = try await queue.checkpoint(first, cursor: 2, accepted: 2, rejections: [], resent: 0, leaseMilliseconds: 200)
+        _ = try await queue.checkpoint(first, CheckpointDelta(sequence: 1, cursor: 2, accepted: 2), leaseMilliseconds: 200)
         try await fixture.reap(1)
         let second = try #require(try await queue.claim(campaign: fixture.campaign, worker: "w2", leaseMilliseconds: 200))
         #expect(second.cursor == 2)
@@ -51,7 +51,7 @@ import Testing
         #expect(third.cursor == 2)
         #expect(try await queue.counters(campaign: fixture.campaign).resent == 4)
         // Re-sends a live worker reports itself add up.
-        _ = try await queue.checkpoint(third, cursor: 10, accepted: 8, rejections: [], resent: 3, leaseMilliseconds: 30_000)
+        _ = try await queue.checkpoint(third, CheckpointDelta(sequence: 1, cursor: 10, accepted: 8, resent: 3), leaseMilliseconds: 30_000)
         #expect(try await queue.counters(campaign: fixture.campaign) == CampaignCounters(accepted: 10, resent: 7))
         try await fixture.shutdown()
     }
@@ -62,7 +62,7 @@ import Testing
         try await fixture.launch([10, 10, 10])
         let lease = try #require(try await queue.claim(campaign: fixture.campaign, worker: "w1", leaseMilliseconds: 30_000))
         _ = try await queue.read(lease, from: 0, count: 8)
-        _ = try await queue.checkpoint(lease, cursor: 5, accepted: 5, rejections: [], resent: 0, leaseMilliseconds: 30_000)
+        _ = try await queue.checkpoint(lease, CheckpointDelta(sequence: 1, cursor: 5, accepted: 5), leaseMilliseconds: 30_000)
         #expect(try await queue.release(lease, cursor: 3, countAttempt: false))  // a lower cursor never lowers it
         #expect(try await fixture.pending() == [0, 1, 2])
         #expect(try await queue.leaseCount(campaign: fixture.campaign) == 0)

@@ -22,7 +22,7 @@ import Testing
         #expect(try await queue.read(lease, from: 3, count: 100) == [])
 
         let rejection = Rejection(token: tokens[0][1], reason: "BadDeviceToken", timestampMilliseconds: 1_700_000_000_123)
-        let result = try await queue.checkpoint(lease, cursor: 3, accepted: 2, rejections: [rejection], resent: 0, leaseMilliseconds: 30_000)
+        let result = try await queue.checkpoint(lease, CheckpointDelta(sequence: 1, cursor: 3, accepted: 2, rejections: [rejection]), leaseMilliseconds: 30_000)
         #expect(result == .ok(.running))
         #expect(try await queue.counters(campaign: fixture.campaign) == CampaignCounters(accepted: 2, rejected: ["BadDeviceToken": 1]))
         let first = try await queue.events(campaign: fixture.campaign, after: "0-0", count: 100)
@@ -36,6 +36,32 @@ import Testing
         let keys = try await fixture.keys()
         #expect(!keys.contains("pf:{\(fixture.id)}:s:0"))
         #expect(keys.contains("pf:{\(fixture.id)}:s:1"))
+        try await fixture.shutdown()
+    }
+
+    @Test func aRepeatedCheckpointIsCountedOnce() async throws {
+        let fixture = try RedisQueueFixture()
+        let queue = fixture.queue
+        let tokens = try await fixture.launch([10])[0]
+        let lease = try #require(try await queue.claim(campaign: fixture.campaign, worker: "w1", leaseMilliseconds: 30_000))
+        let rejection = Rejection(token: tokens[2], reason: "BadDeviceToken")
+        let first = CheckpointDelta(sequence: 1, cursor: 4, accepted: 3, rejections: [rejection], resent: 1, retried: 2)
+        // The answer to the first call was lost; the worker sends the same checkpoint again.
+        #expect(try await queue.checkpoint(lease, first, leaseMilliseconds: 30_000) == .ok(.running))
+        #expect(try await queue.checkpoint(lease, first, leaseMilliseconds: 30_000) == .ok(.running))
+        let once = CampaignCounters(accepted: 3, rejected: ["BadDeviceToken": 1], resent: 1, retried: 2)
+        #expect(try await queue.counters(campaign: fixture.campaign) == once)
+        #expect(try await queue.events(campaign: fixture.campaign, after: "0-0", count: 100).count == 1)
+        // The next sequence number is new work and counts.
+        #expect(try await queue.checkpoint(lease, CheckpointDelta(sequence: 2, cursor: 6, accepted: 2), leaseMilliseconds: 30_000) == .ok(.running))
+        #expect(try await queue.counters(campaign: fixture.campaign).accepted == 5)
+        // Another holder's sequence 1 is not the first holder's.
+        #expect(try await queue.release(lease, cursor: 6, countAttempt: false))
+        let second = try #require(try await queue.claim(campaign: fixture.campaign, worker: "w2", leaseMilliseconds: 30_000))
+        #expect(try await queue.checkpoint(second, CheckpointDelta(sequence: 1, cursor: 10, accepted: 4), leaseMilliseconds: 30_000) == .ok(.running))
+        #expect(try await queue.counters(campaign: fixture.campaign).accepted == 9)
+        #expect(try await queue.complete(second))
+        #expect(!(try await fixture.keys()).contains("pf:{\(fixture.id)}:ckseq"))
         try await fixture.shutdown()
     }
 
@@ -71,7 +97,7 @@ import Testing
         let tokens = try await fixture.launch([5])[0]
         let lease = try #require(try await fixture.queue.claim(campaign: fixture.campaign, worker: "w", leaseMilliseconds: 30_000))
         let rejections = tokens.map { Rejection(token: $0, reason: "Unregistered") }
-        _ = try await fixture.queue.checkpoint(lease, cursor: 5, accepted: 0, rejections: rejections, resent: 0, leaseMilliseconds: 30_000)
+        _ = try await fixture.queue.checkpoint(lease, CheckpointDelta(sequence: 1, cursor: 5, rejections: rejections), leaseMilliseconds: 30_000)
         #expect(try await fixture.queue.counters(campaign: fixture.campaign).rejected == ["Unregistered": 5])
 
         let page = try await fixture.queue.events(campaign: fixture.campaign, after: "0-0", count: 2)
@@ -93,7 +119,7 @@ import Testing
         let done = try #require(try await fixture.queue.claim(campaign: fixture.campaign, worker: "w", leaseMilliseconds: 30_000))
         _ = try await fixture.queue.read(done, from: 0, count: 2)
         let rejection = Rejection(token: tokens[0][0], reason: "BadDeviceToken")
-        _ = try await fixture.queue.checkpoint(done, cursor: 2, accepted: 1, rejections: [rejection], resent: 0, leaseMilliseconds: 30_000)
+        _ = try await fixture.queue.checkpoint(done, CheckpointDelta(sequence: 1, cursor: 2, accepted: 1, rejections: [rejection]), leaseMilliseconds: 30_000)
         #expect(try await fixture.queue.complete(done))
         let held = try #require(try await fixture.queue.claim(campaign: fixture.campaign, worker: "w", leaseMilliseconds: 150))
         _ = try await fixture.queue.read(held, from: 0, count: 1)

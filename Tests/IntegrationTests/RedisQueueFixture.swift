@@ -47,7 +47,7 @@ struct RedisQueueFixture {
 
     /// A checkpoint with nothing to report: the heartbeat.
     func heartbeat(_ lease: ShardLease, cursor: Int = 0, leaseMilliseconds: Int = 30_000) async throws -> CheckpointResult {
-        try await self.queue.checkpoint(lease, cursor: cursor, accepted: 0, rejections: [], resent: 0, leaseMilliseconds: leaseMilliseconds)
+        try await self.queue.checkpoint(lease, CheckpointDelta(sequence: 1, cursor: cursor), leaseMilliseconds: leaseMilliseconds)
     }
 
     /// Every key of the campaign, as text.

@@ -32,6 +32,9 @@ struct Worker: AsyncParsableCommand {
     @Option(help: "Shards worked at once, each over its own connection.")
     var connections: Int = 4
 
+    @Option(help: "Shards of one campaign worked at once over each connection (a crash re-sends at most this many per connection).")
+    var shardsPerConnection: Int = 4
+
     @Option(help: "Shard lease in milliseconds, renewed by every checkpoint.")
     var leaseMs: Int = 30_000
 
@@ -45,6 +48,7 @@ struct Worker: AsyncParsableCommand {
         guard ["production", "sandbox"].contains(self.environment) else { throw ValidationError("--environment is production or sandbox") }
         guard self.protocol == "binary" else { throw ValidationError("--protocol \(self.protocol) is not available yet; use --protocol binary") }
         guard (1...64).contains(self.connections) else { throw ValidationError("--connections is between 1 and 64") }
+        guard (1...256).contains(self.shardsPerConnection) else { throw ValidationError("--shards-per-connection is between 1 and 256") }
         guard self.leaseMs >= 1_000 else { throw ValidationError("--lease-ms is at least 1000") }
         guard self.tls.hasIdentity else { throw ValidationError("the binary protocol needs a client certificate: --cert and --key, or --p12") }
     }
@@ -57,16 +61,16 @@ struct Worker: AsyncParsableCommand {
             host: endpoint.host, port: endpoint.port, tls: try self.tls.clientTLS().makeConfiguration(), maximumQueued: 1_000
         )
         var configuration = WorkerService.Configuration(
-            topic: self.topic, environment: self.environment, connections: self.connections, leaseMilliseconds: self.leaseMs
+            topic: self.topic, environment: self.environment, connections: self.connections,
+            shardsPerConnection: self.shardsPerConnection, leaseMilliseconds: self.leaseMs
         )
         if let id = self.workerId { configuration.workerID = id }
         let drain = DrainSignal()
         let signals = Task { try await Signals.waitForTermination(); drain.trigger() }
         defer { signals.cancel() }
         try await self.state.withQueue(logger: logger) { queue in
-            let worker = WorkerService(configuration: configuration, queue: queue, logger: logger) {
-                BinarySender(configuration: senderConfiguration, eventLoop: MultiThreadedEventLoopGroup.singleton.next(), logger: logger)
-            }
+            let transport = DeliveryTransport.binary(configuration: senderConfiguration, group: MultiThreadedEventLoopGroup.singleton, logger: logger)
+            let worker = WorkerService(configuration: configuration, queue: queue, transport: transport, logger: logger)
             logger.info("worker serving", metadata: ["topic": "\(self.topic)", "environment": "\(self.environment)", "endpoint": "\(endpoint)"])
             await worker.run(until: drain)
         }

@@ -1,0 +1,101 @@
+public import APNSTransport
+public import APNSWire
+public import Logging
+public import NIOCore
+public import PushFleetCore
+public import PushFleetRedis
+
+/// What a worker slot hears from its sender, reduced to what a shard run needs.
+enum DeliveryOutcome: Sendable {
+    case accepted(tag: UInt64)
+    case rejected(tag: UInt64, Rejection)
+
+    var tag: UInt64 {
+        switch self {
+        case .accepted(let tag), .rejected(let tag, _): return tag
+        }
+    }
+}
+
+/// The fixed part of a campaign's notifications, prepared once per campaign for one protocol.
+enum CampaignTemplate: Sendable {
+    case binary(payload: Payload, expiration: UInt32, priority: UInt8)
+}
+
+/// One slot's sender, whichever protocol it speaks.
+protocol DeliveryChannel: Sendable {
+    /// Hands `tokens` to the sender, tagged `firstTag`, `firstTag + 1`, …; suspends while the
+    /// sender's queue is full.
+    func send(_ tokens: [DeviceToken], firstTag: UInt64, template: CampaignTemplate) async throws
+    /// Calls `body` with outcomes, in batches, until the channel is shut down.
+    func forEachOutcomeBatch(_ body: ([DeliveryOutcome]) -> Void) async
+    /// Stops writing at `deadline` until a later one is set (lease fencing).
+    func setWriteDeadline(_ deadline: NIODeadline?)
+    /// Since the channel was made: notifications written again that may have been delivered, and
+    /// requests repeated because APNs asked for it.
+    func repeats() async -> (resent: Int, retried: Int)
+    /// Closes the connection(s); unanswered notifications are dropped and the outcome stream ends.
+    func shutdown() async
+}
+
+/// How a worker sends: makes a slot's channel, and a campaign's template.
+public struct DeliveryTransport: Sendable {
+    let name: String
+    let makeChannel: @Sendable () -> any DeliveryChannel
+    let makeTemplate: @Sendable (CampaignDescriptor) throws -> CampaignTemplate
+
+    /// The legacy binary protocol: one ``BinarySender`` (one connection) per slot.
+    public static func binary(configuration: BinarySender.Configuration, group: any EventLoopGroup, logger: Logger) -> Self {
+        Self(
+            name: "binary",
+            makeChannel: { BinaryChannel(sender: BinarySender(configuration: configuration, eventLoop: group.next(), logger: logger)) },
+            makeTemplate: { descriptor in
+                .binary(
+                    payload: try Payload(jsonText: descriptor.payload, format: .binaryFrame),
+                    expiration: UInt32(clamping: descriptor.expiration), priority: UInt8(clamping: descriptor.priority)
+                )
+            }
+        )
+    }
+}
+
+/// ``DeliveryChannel`` over the binary protocol.
+struct BinaryChannel: DeliveryChannel {
+    let sender: BinarySender
+
+    func send(_ tokens: [DeviceToken], firstTag: UInt64, template: CampaignTemplate) async throws {
+        guard case .binary(let payload, let expiration, let priority) = template else {
+            preconditionFailure("a binary channel was given a template of another protocol")
+        }
+        var notifications: [BinaryNotification] = []
+        notifications.reserveCapacity(tokens.count)
+        for (offset, token) in tokens.enumerated() {
+            notifications.append(
+                BinaryNotification(token: token, payload: payload, expiration: expiration, priority: priority, tag: firstTag + UInt64(offset))
+            )
+        }
+        try await self.sender.send(notifications)
+    }
+
+    func forEachOutcomeBatch(_ body: ([DeliveryOutcome]) -> Void) async {
+        var batch: [DeliveryOutcome] = []
+        for await event in self.sender.events {
+            batch.removeAll(keepingCapacity: true)
+            switch event {
+            case .accepted(let notifications):
+                for notification in notifications { batch.append(.accepted(tag: notification.tag)) }
+            case .rejected(let notification, let status):
+                batch.append(.rejected(tag: notification.tag, Rejection(token: notification.token, reason: status.name)))
+            }
+            body(batch)
+        }
+    }
+
+    func setWriteDeadline(_ deadline: NIODeadline?) { self.sender.setWriteDeadline(deadline) }
+
+    func repeats() async -> (resent: Int, retried: Int) {
+        (await self.sender.statistics().framesResentAfterSilentClose, 0)
+    }
+
+    func shutdown() async { _ = await self.sender.shutdown() }
+}

@@ -1,0 +1,96 @@
+import NIOCore
+import Synchronization
+
+/// What a slot's shard runs share: the channel, the routing of its outcomes to the run that sent
+/// them, the channel's write deadline (the earliest of the runs' lease deadlines) and the count of
+/// repeats not yet reported.
+final class SlotContext: Sendable {
+    /// Tag bits naming the run; the low 32 bits are the token's index in its shard.
+    static let runMask: UInt64 = 0xFFFF_FFFF_0000_0000
+
+    private struct State {
+        var runs: [UInt64: AsyncStream<SlotInput>.Continuation] = [:]
+        var deadlines: [UInt64: NIODeadline] = [:]
+        var halted = false
+        var reportedResent = 0
+        var reportedRetried = 0
+    }
+
+    let channel: any DeliveryChannel
+    private let state = Mutex(State())
+
+    init(channel: any DeliveryChannel) {
+        self.channel = channel
+    }
+
+    /// Passes the channel's outcomes to their runs until the channel is shut down.
+    func startRouting() -> Task<Void, Never> {
+        Task {
+            await self.channel.forEachOutcomeBatch { batch in self.route(batch) }
+        }
+    }
+
+    private func route(_ batch: [DeliveryOutcome]) {
+        var start = 0
+        while start < batch.count {
+            let run = batch[start].tag & Self.runMask
+            var end = start + 1
+            while end < batch.count, batch[end].tag & Self.runMask == run { end += 1 }
+            let continuation = self.state.withLock { $0.runs[run] }
+            // A run that ended has no continuation: its late outcomes are dropped.
+            continuation?.yield(.outcomes(batch[start..<end]))
+            start = end
+        }
+    }
+
+    func register(_ run: UInt64, _ continuation: AsyncStream<SlotInput>.Continuation) {
+        self.state.withLock { $0.runs[run] = continuation }
+    }
+
+    func unregister(_ run: UInt64) {
+        let continuation = self.state.withLock { state in
+            state.deadlines[run] = nil
+            return state.runs.removeValue(forKey: run)
+        }
+        continuation?.finish()
+        self.applyDeadline()
+    }
+
+    /// Sends `input` to every run (a clock tick, a reset).
+    func broadcast(_ input: SlotInput) {
+        for continuation in self.state.withLock({ Array($0.runs.values) }) { continuation.yield(input) }
+    }
+
+    /// Sets run `run`'s lease deadline; the channel writes until the earliest of them.
+    func setDeadline(_ deadline: NIODeadline, for run: UInt64) {
+        self.state.withLock { $0.deadlines[run] = deadline }
+        self.applyDeadline()
+    }
+
+    /// Stops all writing for good: the slot is giving its channel up.
+    func halt() {
+        self.state.withLock { $0.halted = true }
+        self.channel.setWriteDeadline(.now())
+    }
+
+    private func applyDeadline() {
+        let deadline: NIODeadline?? = self.state.withLock { state in
+            state.halted ? nil : .some(state.deadlines.values.min())
+        }
+        guard case .some(let earliest) = deadline else { return }
+        // No run holds a lease: nothing may be written until one does.
+        self.channel.setWriteDeadline(earliest ?? .now())
+    }
+
+    /// Repeats the channel made since the last call. Runs of a slot all belong to one campaign, so
+    /// whichever run checkpoints next reports them.
+    func takeRepeats() async -> (resent: Int, retried: Int) {
+        let total = await self.channel.repeats()
+        return self.state.withLock { state in
+            let taken = (max(0, total.resent - state.reportedResent), max(0, total.retried - state.reportedRetried))
+            state.reportedResent = max(state.reportedResent, total.resent)
+            state.reportedRetried = max(state.reportedRetried, total.retried)
+            return taken
+        }
+    }
+}
