@@ -19,18 +19,11 @@ public struct DeviceToken: Hashable, Sendable {
 
     /// Creates a token from its raw bytes.
     /// - Throws: ``DeviceTokenError`` if `bytes` is empty or longer than ``maximumByteCount``.
+    @inlinable
     public init(bytes: some Collection<UInt8>) throws(DeviceTokenError) {
-        guard !bytes.isEmpty else { throw .empty() }
-        guard bytes.count <= Self.maximumByteCount else { throw .tooLong(byteCount: bytes.count) }
-        if bytes.count <= 32 {
-            var words: (UInt64, UInt64, UInt64, UInt64) = (0, 0, 0, 0)
-            withUnsafeMutableBytes(of: &words) { raw in
-                for (offset, byte) in bytes.enumerated() { raw[offset] = byte }
-            }
-            self.storage = .inline(words.0, words.1, words.2, words.3, count: UInt8(bytes.count))
-        } else {
-            self.storage = .heap(Array(bytes))
-        }
+        // Specialised in the caller, then one non-generic copy from contiguous memory.
+        let made = bytes.withContiguousStorageIfAvailable { Self.make(copying: UnsafeRawBufferPointer($0)) }
+        self = try (made ?? Array(bytes).withUnsafeBytes { Self.make(copying: $0) }).get()
     }
 
     /// Parses a token written in hexadecimal, upper or lower case, with optional spaces between digits
@@ -42,36 +35,95 @@ public struct DeviceToken: Hashable, Sendable {
 
     /// Parses hexadecimal text given as UTF-8 bytes; see ``init(hex:)``. Used on the hot path of
     /// token files, where lines arrive as bytes.
+    @inlinable
     public init(hexUTF8 text: some Collection<UInt8>) throws(DeviceTokenError) {
-        var bytes: [UInt8] = []
-        bytes.reserveCapacity(32)
-        var high: UInt8? = nil
-        var column = 0
-        var digits = 0
-        let last = text.count
-        for character in text {
-            column += 1
-            let nibble: UInt8
-            switch character {
-            case UInt8(ascii: "0")...UInt8(ascii: "9"): nibble = character &- UInt8(ascii: "0")
-            case UInt8(ascii: "a")...UInt8(ascii: "f"): nibble = character &- UInt8(ascii: "a") &+ 10
-            case UInt8(ascii: "A")...UInt8(ascii: "F"): nibble = character &- UInt8(ascii: "A") &+ 10
-            case UInt8(ascii: " "), UInt8(ascii: "\t"): continue
-            case UInt8(ascii: "<") where digits == 0: continue
-            case UInt8(ascii: ">") where column == last: continue
-            default: throw .invalidCharacter(character, column: column)
-            }
-            digits += 1
-            if let h = high {
-                bytes.append(h << 4 | nibble)
-                high = nil
-            } else {
-                high = nibble
-            }
+        let parsed = text.withContiguousStorageIfAvailable { Self.parse(hexUTF8: UnsafeRawBufferPointer($0)) }
+        self = try (parsed ?? Array(text).withUnsafeBytes { Self.parse(hexUTF8: $0) }).get()
+    }
+
+    @usableFromInline
+    static func make(copying raw: UnsafeRawBufferPointer) -> Result<DeviceToken, DeviceTokenError> {
+        guard !raw.isEmpty else { return .failure(.empty()) }
+        guard raw.count <= Self.maximumByteCount else { return .failure(.tooLong(byteCount: raw.count)) }
+        if raw.count <= 32 {
+            var words: (UInt64, UInt64, UInt64, UInt64) = (0, 0, 0, 0)
+            withUnsafeMutableBytes(of: &words) { $0.copyMemory(from: raw) }
+            return .success(DeviceToken(storage: .inline(words.0, words.1, words.2, words.3, count: UInt8(raw.count))))
         }
-        guard digits > 0 else { throw .empty() }
-        guard high == nil else { throw .oddDigitCount(digits) }
-        try self.init(bytes: bytes)
+        return .success(DeviceToken(storage: .heap(Array(raw))))
+    }
+
+    @usableFromInline
+    static func parse(hexUTF8 text: UnsafeRawBufferPointer) -> Result<DeviceToken, DeviceTokenError> {
+        // The common case, plain digits of a token of up to 32 bytes, without a per-digit branch maze.
+        if text.count <= 64, text.count > 0, text.count % 2 == 0 {
+            var words: (UInt64, UInt64, UInt64, UInt64) = (0, 0, 0, 0)
+            let plain = withUnsafeMutableBytes(of: &words) { out -> Bool in
+                var invalid: UInt8 = 0
+                var index = 0
+                while index < text.count {
+                    let high = Self.nibble(text[index])
+                    let low = Self.nibble(text[index + 1])
+                    invalid |= (high | low) & 0xF0
+                    out[index / 2] = high << 4 | low & 0x0F
+                    index += 2
+                }
+                return invalid == 0
+            }
+            if plain { return .success(DeviceToken(storage: .inline(words.0, words.1, words.2, words.3, count: UInt8(text.count / 2)))) }
+        }
+        return Self.parseSlowly(hexUTF8: text)
+    }
+
+    /// The value of a hexadecimal digit, or 0xFF.
+    @inline(__always)
+    private static func nibble(_ character: UInt8) -> UInt8 {
+        // Both candidates computed, then selected: digits and letters of random tokens interleave
+        // unpredictably, and a branch per digit mispredicts a third of the time.
+        let digit = character &- UInt8(ascii: "0")
+        let letter = (character | 0x20) &- UInt8(ascii: "a")
+        let fromLetter = letter < 6 ? letter &+ 10 : 0xFF
+        return digit < 10 ? digit : fromLetter
+    }
+
+    /// Spaces, angle brackets, and errors with their column.
+    private static func parseSlowly(hexUTF8 text: UnsafeRawBufferPointer) -> Result<DeviceToken, DeviceTokenError> {
+        // Two digits per byte at most; one spare byte lets an over-long token be reported as such.
+        withUnsafeTemporaryAllocation(byteCount: Self.maximumByteCount + 1, alignment: 1) { out in
+            var count = 0
+            var high: UInt8? = nil
+            var digits = 0
+            var column = 0
+            for character in text {
+                column += 1
+                let nibble: UInt8
+                switch character {
+                case UInt8(ascii: "0")...UInt8(ascii: "9"): nibble = character &- UInt8(ascii: "0")
+                case UInt8(ascii: "a")...UInt8(ascii: "f"): nibble = character &- UInt8(ascii: "a") &+ 10
+                case UInt8(ascii: "A")...UInt8(ascii: "F"): nibble = character &- UInt8(ascii: "A") &+ 10
+                case UInt8(ascii: " "), UInt8(ascii: "\t"): continue
+                case UInt8(ascii: "<") where digits == 0: continue
+                case UInt8(ascii: ">") where column == text.count: continue
+                default: return .failure(.invalidCharacter(character, column: column))
+                }
+                digits += 1
+                if let h = high {
+                    if count < out.count { out[count] = h << 4 | nibble }
+                    count += 1
+                    high = nil
+                } else {
+                    high = nibble
+                }
+            }
+            guard digits > 0 else { return .failure(.empty()) }
+            guard high == nil else { return .failure(.oddDigitCount(digits)) }
+            guard count <= Self.maximumByteCount else { return .failure(.tooLong(byteCount: count)) }
+            return Self.make(copying: UnsafeRawBufferPointer(rebasing: out[0..<count]))
+        }
+    }
+
+    private init(storage: Storage) {
+        self.storage = storage
     }
 
     /// The number of bytes in the token.

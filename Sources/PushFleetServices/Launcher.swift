@@ -73,6 +73,13 @@ public struct Launcher: Sendable {
         var current: [DeviceToken] = []
         var staged: [(shard: Int, tokens: [DeviceToken])] = []
         var duplicates = 0
+        // One batch of shards is written to Redis (on the client's own thread) while the next is read.
+        var writing: Task<Void, any Error>? = nil
+        let queue = self.queue
+        func stage(_ shards: [(shard: Int, tokens: [DeviceToken])]) async throws {
+            try await writing?.value
+            writing = Task { try await queue.stageShards(campaign: id, shards: shards) }
+        }
         current.reserveCapacity(request.shardSize)
         do {
             while true {
@@ -92,7 +99,7 @@ public struct Launcher: Sendable {
                         shardCounts.append(current.count)
                         current.removeAll(keepingCapacity: true)
                         if staged.count == 50 {
-                            try await self.queue.stageShards(campaign: id, shards: staged)
+                            try await stage(staged)
                             staged.removeAll()
                         }
                     }
@@ -103,8 +110,10 @@ public struct Launcher: Sendable {
                 shardCounts.append(current.count)
             }
             guard !shardCounts.isEmpty else { throw LaunchError.emptyAudience() }
-            if !staged.isEmpty { try await self.queue.stageShards(campaign: id, shards: staged) }
+            if !staged.isEmpty { try await stage(staged) }
+            try await writing?.value
         } catch {
+            _ = try? await writing?.value
             try? await self.queue.discard(campaign: id, shardCount: shardCounts.count + 1)
             throw error
         }

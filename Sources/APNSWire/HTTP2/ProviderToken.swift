@@ -1,6 +1,6 @@
 public import Crypto
 import Foundation
-public import PushFleetCore
+import PushFleetCore
 
 /// An APNs provider token: a compact ES256 JSON Web Token, `header.claims.signature`, each part
 /// base64url without padding. The header carries `alg` (always `ES256`) and `kid` (the key id);

@@ -60,7 +60,7 @@ final class TokenFileReader {
             while start < end, Self.isSpace(bytes[start]) { start += 1 }
             if start == end || bytes[start] == UInt8(ascii: "#") { continue }
             do {
-                tokens.append(try DeviceToken(hexUTF8: bytes[start..<end]))
+                tokens.append(try DeviceToken(hexUTF8: UnsafeRawBufferPointer(rebasing: bytes[start..<end])))
                 self.batchLines.append(self.lineNumber)
             } catch {
                 throw CLIError("\(self.path):\(self.lineNumber): \(error)")

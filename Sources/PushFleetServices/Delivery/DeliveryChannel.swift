@@ -1,9 +1,9 @@
 public import APNSTransport
-public import APNSWire
+import APNSWire
 public import Logging
 public import NIOCore
-public import PushFleetCore
-public import PushFleetRedis
+import PushFleetCore
+import PushFleetRedis
 
 /// What a worker slot hears from its sender, reduced to what a shard run needs.
 enum DeliveryOutcome: Sendable {
