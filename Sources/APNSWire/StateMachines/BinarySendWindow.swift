@@ -36,6 +36,14 @@ public struct BinarySendWindow<Element> {
         /// `false` if no frame in the window had the identifier: then nothing is known, and
         /// everything in the window is to be sent again.
         public var identifierMatched: Bool
+
+        @inlinable
+        init(accepted: [Element], rejected: Element?, resend: [Element], identifierMatched: Bool) {
+            self.accepted = accepted
+            self.rejected = rejected
+            self.resend = resend
+            self.identifierMatched = identifierMatched
+        }
     }
 
     @usableFromInline var entries: Deque<Entry> = []
@@ -54,32 +62,38 @@ public struct BinarySendWindow<Element> {
 
     /// Settles the whole window with the gateway's error response. The window is empty afterwards:
     /// the gateway closes the connection after an error.
+    ///
+    /// Inlinable so that it is specialised for the sender's element type: this runs once per proof
+    /// round over every frame of the round.
+    @inlinable
     public mutating func resolve(_ response: BinaryErrorResponse) -> Resolution {
         defer { self.entries.removeAll() }
         guard let position = self.entries.firstIndex(where: { $0.identifier == response.identifier }) else {
-            return Resolution(accepted: [], rejected: nil, resend: self.entries.map(\.element), identifierMatched: false)
+            return Resolution(accepted: [], rejected: nil, resend: self.elements(0..<self.entries.count), identifierMatched: false)
         }
-        if response.status.identifiesLastAccepted {
-            return Resolution(
-                accepted: self.entries[...position].map(\.element),
-                rejected: nil,
-                resend: self.entries[(position + 1)...].map(\.element),
-                identifierMatched: true
-            )
-        }
+        let acceptedEnd = response.status.identifiesLastAccepted ? position + 1 : position
         return Resolution(
-            accepted: self.entries[..<position].map(\.element),
-            rejected: self.entries[position].element,
-            resend: self.entries[(position + 1)...].map(\.element),
+            accepted: self.elements(0..<acceptedEnd),
+            rejected: response.status.identifiesLastAccepted ? nil : self.entries[position].element,
+            resend: self.elements((position + 1)..<self.entries.count),
             identifierMatched: true
         )
     }
 
     /// Empties the window after the connection closed without an error response: nothing in it is
     /// known, so every frame is returned, in write order, to be sent again.
+    @inlinable
     public mutating func connectionLost() -> [Element] {
         defer { self.entries.removeAll() }
-        return self.entries.map(\.element)
+        return self.elements(0..<self.entries.count)
+    }
+
+    @inlinable
+    func elements(_ range: Range<Int>) -> [Element] {
+        var elements: [Element] = []
+        elements.reserveCapacity(range.count)
+        for index in range { elements.append(self.entries[index].element) }
+        return elements
     }
 }
 
