@@ -62,23 +62,17 @@ public final class BinarySender: Sendable {
 
     /// Returns once every queued notification has been accepted or rejected.
     public func flush() async {
-        await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
-            self.eventLoop.execute { self.core.value.whenFlushed(continuation) }
-        }
+        await self.eventLoop.suspend { self.core.value.whenFlushed($0) }
     }
 
     /// A reading of the counters.
     public func statistics() async -> Statistics {
-        await withCheckedContinuation { (continuation: CheckedContinuation<Statistics, Never>) in
-            self.eventLoop.execute { continuation.resume(returning: self.core.value.statistics) }
-        }
+        await self.eventLoop.suspend { $0.resume(returning: self.core.value.statistics) }
     }
 
     /// Closes the connection and returns, in order, every notification not yet accepted or rejected:
     /// the unconfirmed frames and those never written. ``events`` finishes.
     public func shutdown() async -> [BinaryNotification] {
-        await withCheckedContinuation { (continuation: CheckedContinuation<[BinaryNotification], Never>) in
-            self.eventLoop.execute { continuation.resume(returning: self.core.value.shutdown()) }
-        }
+        await self.eventLoop.suspend { $0.resume(returning: self.core.value.shutdown()) }
     }
 }

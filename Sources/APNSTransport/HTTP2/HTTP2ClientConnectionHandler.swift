@@ -1,0 +1,165 @@
+import NIOCore
+import NIOHPACK
+import NIOHTTP2
+import NIOTLS
+
+/// Translates one HTTP/2 connection's frames and events for ``HTTP2SenderCore`` and writes the
+/// frames it asks for. Decides nothing itself. Sits after `NIOHTTP2Handler` (no multiplexer), so it
+/// sees every frame of every stream.
+final class HTTP2ClientConnectionHandler: ChannelInboundHandler {
+    typealias InboundIn = HTTP2Frame
+    typealias OutboundOut = HTTP2Frame
+
+    private let core: HTTP2SenderCore
+    private let connection: HTTP2Connection
+    private var context: ChannelHandlerContext?
+    /// Answers whose HEADERS came without END_STREAM: their status and the body so far.
+    private var partial: [Int32: (status: Int, body: ByteBuffer?)] = [:]
+    private var error: (any Error)?
+
+    init(core: HTTP2SenderCore, connection: HTTP2Connection) {
+        self.core = core
+        self.connection = connection
+    }
+
+    func handlerAdded(context: ChannelHandlerContext) {
+        self.context = context
+    }
+
+    func handlerRemoved(context: ChannelHandlerContext) {
+        self.context = nil
+    }
+
+    // MARK: - Writing, on the core's behalf
+
+    /// Writes one request: HEADERS, then the payload as one DATA frame ending the stream. Not flushed.
+    func writeRequest(streamID: Int32, headers: HPACKHeaders, payload: ByteBuffer) {
+        guard let context = self.context else { return }
+        let id = HTTP2StreamID(streamID)
+        context.write(self.wrapOutboundOut(HTTP2Frame(streamID: id, payload: .headers(.init(headers: headers)))), promise: nil)
+        context.write(
+            self.wrapOutboundOut(HTTP2Frame(streamID: id, payload: .data(.init(data: .byteBuffer(payload), endStream: true)))),
+            promise: nil
+        )
+    }
+
+    func flush() {
+        self.context?.flush()
+    }
+
+    func ping() {
+        guard let context = self.context else { return }
+        context.writeAndFlush(self.wrapOutboundOut(HTTP2Frame(streamID: .rootStream, payload: .ping(HTTP2PingData(), ack: false))), promise: nil)
+    }
+
+    func close() {
+        self.context?.close(promise: nil)
+    }
+
+    // MARK: - Events
+
+    func userInboundEventTriggered(context: ChannelHandlerContext, event: Any) {
+        if let event = event as? StreamClosedEvent {
+            if let reason = event.reason {
+                let id = Int32(event.streamID)
+                self.partial.removeValue(forKey: id)
+                self.core.streamReset(self.connection, streamID: id, refused: reason == .refusedStream)
+            }
+        } else if let event = event as? TLSUserEvent, case .handshakeCompleted(let negotiated) = event {
+            if negotiated == "h2" {
+                self.core.connectionReady(self.connection, channel: context.channel, handler: self)
+            } else {
+                self.error = NotHTTP2(negotiated: negotiated)
+                context.close(promise: nil)
+            }
+        }
+        context.fireUserInboundEventTriggered(event)
+    }
+
+    func channelRead(context: ChannelHandlerContext, data: NIOAny) {
+        let frame = self.unwrapInboundIn(data)
+        let id = Int32(frame.streamID)
+        switch frame.payload {
+        case .headers(let headers):
+            if var answer = self.partial[id] {
+                // Trailers.
+                if headers.endStream {
+                    self.partial.removeValue(forKey: id)
+                    self.core.answered(self.connection, streamID: id, status: answer.status, body: answer.body)
+                } else {
+                    answer.status = Self.status(headers.headers) ?? answer.status
+                    self.partial[id] = answer
+                }
+            } else {
+                let status = Self.status(headers.headers) ?? 0
+                if headers.endStream {
+                    self.core.answered(self.connection, streamID: id, status: status, body: nil)
+                } else {
+                    self.partial[id] = (status, nil)
+                }
+            }
+        case .data(let data):
+            guard var answer = self.partial[id] else { break }
+            if case .byteBuffer(var bytes) = data.data, bytes.readableBytes > 0 {
+                if answer.body == nil {
+                    answer.body = bytes
+                } else {
+                    answer.body!.writeBuffer(&bytes)
+                }
+            }
+            if data.endStream {
+                self.partial.removeValue(forKey: id)
+                self.core.answered(self.connection, streamID: id, status: answer.status, body: answer.body)
+            } else {
+                self.partial[id] = answer
+            }
+        case .settings(.settings(let settings)):
+            let limit = settings.last(where: { $0.parameter == .maxConcurrentStreams })?.value
+            self.core.settingsReceived(self.connection, maxConcurrentStreams: limit)
+        case .goAway(let lastStreamID, let errorCode, let debugData):
+            self.core.goAwayReceived(self.connection, lastStreamID: Int32(lastStreamID), errorCode: "\(errorCode)", debugData: debugData)
+        case .ping(_, ack: true):
+            self.core.pingAnswered(self.connection)
+        default:
+            break
+        }
+    }
+
+    func channelReadComplete(context: ChannelHandlerContext) {
+        self.core.readComplete(self.connection)
+        context.fireChannelReadComplete()
+    }
+
+    func channelWritabilityChanged(context: ChannelHandlerContext) {
+        if context.channel.isWritable { self.core.writable(self.connection) }
+        context.fireChannelWritabilityChanged()
+    }
+
+    func channelInactive(context: ChannelHandlerContext) {
+        self.core.connectionClosed(self.connection, error: self.error)
+        context.fireChannelInactive()
+    }
+
+    func errorCaught(context: ChannelHandlerContext, error: any Error) {
+        // TLS failures, a reset, a protocol error: the connection is done.
+        self.error = self.error ?? error
+        context.close(promise: nil)
+    }
+
+    private static func status(_ headers: HPACKHeaders) -> Int? {
+        // `:status` comes first in every answer.
+        for (name, value, _) in headers where name == ":status" { return Int(value) }
+        return nil
+    }
+}
+
+/// The server did not agree to HTTP/2 in the TLS handshake.
+struct NotHTTP2: Error, CustomStringConvertible {
+    let negotiated: String?
+    var description: String { "the server did not negotiate HTTP/2 (ALPN: \(self.negotiated ?? "none"))" }
+}
+
+/// The connection closed before the TLS handshake completed, without an error of its own.
+struct ClosedDuringHandshake: Error, CustomStringConvertible {
+    var description: String { "closed during the TLS handshake" }
+}

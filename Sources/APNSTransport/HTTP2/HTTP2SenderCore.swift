@@ -1,0 +1,513 @@
+import APNSWire
+import DequeModule
+import Logging
+import NIOCore
+import NIOHTTP2
+import NIOPosix
+import NIOSSL
+
+/// The event-loop-confined half of ``HTTP2Sender``: the queue, the pool of connections, retries and
+/// counters. Every method runs on `eventLoop`.
+///
+/// A connection's life: opened (the pool's connections ``HTTP2Sender/Configuration/connectionSpacing``
+/// apart at first, then after a backoff if the last one failed) → streams opened up to the limit,
+/// refilled after every read → retired (GOAWAY, expired provider token, repeated 500s): no new
+/// streams, a replacement opened at once, closed when its streams are answered → or lost: its
+/// streams go back to the front of the queue.
+final class HTTP2SenderCore {
+    /// A notification and the retryable answers it has had.
+    struct Pending {
+        var notification: HTTP2Notification
+        var failures: Int
+    }
+
+    private let configuration: HTTP2Sender.Configuration
+    private let eventLoop: any EventLoop
+    private let events: AsyncStream<HTTP2Sender.Event>.Continuation
+    private let logger: Logger
+    private let sslContext: NIOSSLContext
+    private let signer: ProviderTokenSigner?
+    private let authority: String
+
+    private var queue: Deque<Pending> = []
+    /// Notifications waiting out a retry delay, by a number of their own.
+    private var delayed: [Int: (pending: Pending, task: Scheduled<Void>)] = [:]
+    private var nextDelayedID = 0
+    /// The connection filling each slot of the pool (connecting or ready); `nil` for none.
+    private var slots: [HTTP2Connection?]
+    /// Consecutive failed connections per slot: the backoff attempt.
+    private var slotFailures: [Int]
+    /// Every connection not yet closed: the slots' plus retired ones finishing their streams.
+    private var connections: [ObjectIdentifier: HTTP2Connection] = [:]
+    /// When the pool first opened: slot `i` opens no sooner than `i × spacing` after it.
+    private var poolStart: NIODeadline?
+    private var isShutdown = false
+    private var fillScheduled = false
+    private var writeDeadline: NIODeadline?
+    private var accepted: [HTTP2Notification] = []
+    private var capacityWaiters: Deque<CheckedContinuation<Void, any Error>> = []
+    private var flushWaiters: [CheckedContinuation<Void, Never>] = []
+    private var statistics = HTTP2Sender.Statistics()
+
+    init(
+        configuration: HTTP2Sender.Configuration,
+        tls: TLSConfiguration,
+        eventLoop: any EventLoop,
+        events: AsyncStream<HTTP2Sender.Event>.Continuation,
+        logger: Logger
+    ) throws {
+        self.configuration = configuration
+        self.eventLoop = eventLoop
+        self.events = events
+        self.logger = logger
+        do {
+            self.sslContext = try NIOSSLContext(configuration: tls)
+        } catch {
+            throw TransportError.unusableCredential(what: "TLS configuration", path: configuration.host, underlying: error)
+        }
+        if case .providerToken(let signer) = configuration.authentication.base { self.signer = signer } else { self.signer = nil }
+        let hostname = configuration.serverHostname ?? configuration.host
+        self.authority = configuration.port == 443 ? hostname : "\(hostname):\(configuration.port)"
+        self.slots = Array(repeating: nil, count: configuration.connections)
+        self.slotFailures = Array(repeating: 0, count: configuration.connections)
+    }
+
+    var currentStatistics: HTTP2Sender.Statistics {
+        var statistics = self.statistics
+        statistics.providerTokensSigned = self.signer?.tokensSigned ?? 0
+        return statistics
+    }
+
+    // MARK: - Calls from HTTP2Sender
+
+    func enqueue(_ notifications: [HTTP2Notification], continuation: CheckedContinuation<Void, any Error>) {
+        guard !self.isShutdown else {
+            continuation.resume(throwing: TransportError.senderClosed(host: self.configuration.host, port: self.configuration.port))
+            return
+        }
+        self.queue.append(contentsOf: notifications.lazy.map { Pending(notification: $0, failures: 0) })
+        if self.waiting < self.configuration.maximumQueued {
+            continuation.resume()
+        } else {
+            self.capacityWaiters.append(continuation)
+        }
+        self.openConnectionsIfNeeded()
+        self.scheduleFill()
+    }
+
+    func setWriteDeadline(_ deadline: NIODeadline?) {
+        self.writeDeadline = deadline
+        self.scheduleFill()
+    }
+
+    func whenFlushed(_ continuation: CheckedContinuation<Void, Never>) {
+        if self.isIdle || self.isShutdown {
+            continuation.resume()
+        } else {
+            self.flushWaiters.append(continuation)
+        }
+    }
+
+    func shutdown() -> [HTTP2Notification] {
+        guard !self.isShutdown else { return [] }
+        self.isShutdown = true
+        var remaining: [HTTP2Notification] = []
+        for connection in self.connections.values.sorted(by: { $0.slot < $1.slot }) {
+            remaining += connection.window.connectionLost().map(\.notification)
+            connection.timer?.cancel()
+            if case .ready(let channel, _) = connection.state { channel.close(promise: nil) }
+            connection.state = .closed
+        }
+        self.connections.removeAll()
+        remaining += self.queue.map(\.notification)
+        self.queue.removeAll()
+        for key in self.delayed.keys.sorted() {
+            let entry = self.delayed[key]!
+            entry.task.cancel()
+            remaining.append(entry.pending.notification)
+        }
+        self.delayed.removeAll()
+        self.emitAccepted()
+        let error = TransportError.senderClosed(host: self.configuration.host, port: self.configuration.port)
+        while let waiter = self.capacityWaiters.popFirst() { waiter.resume(throwing: error) }
+        for waiter in self.flushWaiters { waiter.resume() }
+        self.flushWaiters.removeAll()
+        self.events.finish()
+        return remaining
+    }
+
+    /// Notifications counted against ``HTTP2Sender/Configuration/maximumQueued``: not yet written.
+    private var waiting: Int { self.queue.count + self.delayed.count }
+
+    private var isIdle: Bool {
+        self.queue.isEmpty && self.delayed.isEmpty && self.connections.values.allSatisfy { $0.window.isEmpty }
+    }
+
+    private var mayWrite: Bool {
+        guard let deadline = self.writeDeadline else { return true }
+        return NIODeadline.now() < deadline
+    }
+
+    // MARK: - Connecting
+
+    /// Gives every empty slot a connection while there is work.
+    private func openConnectionsIfNeeded() {
+        guard !self.isShutdown, !self.queue.isEmpty || !self.delayed.isEmpty else { return }
+        let now = NIODeadline.now()
+        let start = self.poolStart ?? now
+        self.poolStart = start
+        for slot in self.slots.indices where self.slots[slot] == nil {
+            let connection = HTTP2Connection(
+                slot: slot,
+                window: HTTP2StreamWindow(
+                    localLimit: self.configuration.maximumStreamsPerConnection, serverErrorLimit: self.configuration.serverErrorLimit
+                )
+            )
+            self.slots[slot] = connection
+            self.connections[ObjectIdentifier(connection)] = connection
+            let backoff = self.configuration.reconnectBackoff.delay(attempt: self.slotFailures[slot], random: Double.random(in: 0...1))
+            let spacing = start + self.configuration.connectionSpacing * Int64(slot) - now
+            let delay = max(TimeAmount.nanoseconds(Int64(clamping: backoff)), spacing)
+            if delay <= .zero {
+                self.connect(connection)
+            } else {
+                let core = NIOLoopBound(self, eventLoop: self.eventLoop)
+                let bound = NIOLoopBound(connection, eventLoop: self.eventLoop)
+                self.eventLoop.scheduleTask(in: delay) { core.value.connect(bound.value) }
+            }
+        }
+    }
+
+    private func connect(_ connection: HTTP2Connection) {
+        guard !self.isShutdown, case .connecting = connection.state else { return }
+        let hostname = self.configuration.serverHostname ?? self.configuration.host
+        let isIPAddress = (try? SocketAddress(ipAddress: hostname, port: 0)) != nil
+        let sslContext = self.sslContext
+        let core = NIOLoopBound(self, eventLoop: self.eventLoop)
+        let bound = NIOLoopBound(connection, eventLoop: self.eventLoop)
+        ClientBootstrap(group: self.eventLoop)
+            .connectTimeout(self.configuration.connectTimeout)
+            .channelOption(.socketOption(.tcp_nodelay), value: 1)
+            .channelInitializer { channel in
+                channel.eventLoop.makeCompletedFuture {
+                    let sync = channel.pipeline.syncOperations
+                    try sync.addHandler(try NIOSSLClientHandler(context: sslContext, serverHostname: isIPAddress ? nil : hostname))
+                    try sync.addHandler(
+                        NIOHTTP2Handler(
+                            mode: .client,
+                            initialSettings: [
+                                HTTP2Setting(parameter: .enablePush, value: 0),
+                                HTTP2Setting(parameter: .maxConcurrentStreams, value: 0),
+                                HTTP2Setting(parameter: .maxHeaderListSize, value: 1 << 16),
+                            ],
+                            // Our own headers are built right once; validating them per request costs ~7%.
+                            headerBlockValidation: .disabled,
+                            contentLengthValidation: .disabled
+                        )
+                    )
+                    try sync.addHandler(HTTP2ClientConnectionHandler(core: core.value, connection: bound.value))
+                }
+            }
+            .connect(host: self.configuration.host, port: self.configuration.port)
+            .whenFailure { error in core.value.connectFailed(bound.value, error: error) }
+    }
+
+    private func connectFailed(_ connection: HTTP2Connection, error: any Error) {
+        guard case .connecting = connection.state else { return }
+        connection.state = .closed
+        self.statistics.connectFailures += 1
+        self.forget(connection)
+        self.slotFailures[connection.slot] += 1
+        let failure = TransportError.connectionFailed(host: self.configuration.host, port: self.configuration.port, underlying: error)
+        self.logger.warning("cannot connect to APNs", metadata: ["error": "\(failure)"])
+        self.openConnectionsIfNeeded()
+    }
+
+    /// Takes `connection` out of its slot (if it still fills it) and out of the pool.
+    private func forget(_ connection: HTTP2Connection) {
+        if self.slots[connection.slot] === connection { self.slots[connection.slot] = nil }
+        self.connections.removeValue(forKey: ObjectIdentifier(connection))
+    }
+
+    /// Opens no new streams on `connection` and gives its slot a new one; it closes once answered.
+    private func retire(_ connection: HTTP2Connection, why: String) {
+        connection.window.drain()
+        if self.slots[connection.slot] === connection {
+            self.slots[connection.slot] = nil
+            self.statistics.connectionsReplaced += 1
+            self.logger.info("replacing an APNs connection", metadata: ["why": "\(why)"])
+        }
+        if connection.window.isEmpty, case .ready(_, let handler) = connection.state { handler.close() }
+        self.openConnectionsIfNeeded()
+    }
+
+    // MARK: - Calls from HTTP2ClientConnectionHandler
+
+    func connectionReady(_ connection: HTTP2Connection, channel: any Channel, handler: HTTP2ClientConnectionHandler) {
+        guard !self.isShutdown, case .connecting = connection.state else {
+            channel.close(promise: nil)
+            return
+        }
+        connection.state = .ready(channel, handler)
+        connection.lastActivity = .now()
+        self.statistics.connectionsOpened += 1
+        let tick = TimeAmount.nanoseconds(
+            min(max(min(self.configuration.requestTimeout, self.configuration.idlePingInterval).nanoseconds / 4, 10_000_000), 1_000_000_000)
+        )
+        let core = NIOLoopBound(self, eventLoop: self.eventLoop)
+        let bound = NIOLoopBound(connection, eventLoop: self.eventLoop)
+        connection.timer = self.eventLoop.scheduleRepeatedTask(initialDelay: tick, delay: tick) { _ in core.value.tick(bound.value) }
+        self.fill(connection)
+    }
+
+    func settingsReceived(_ connection: HTTP2Connection, maxConcurrentStreams: Int?) {
+        connection.window.settingsReceived(maxConcurrentStreams: maxConcurrentStreams)
+    }
+
+    func answered(_ connection: HTTP2Connection, streamID: Int32, status: Int, body: ByteBuffer?) {
+        guard var pending = connection.window.answered(streamID) else { return }
+        connection.madeProgress = true
+        self.slotFailures[connection.slot] = 0
+        if status != 500 { connection.window.answerWasNotServerError() }
+        switch HTTP2Verdict.classify(status: status, body: body) {
+        case .accepted:
+            self.statistics.accepted += 1
+            self.accepted.append(pending.notification)
+        case .rejected(let rejection):
+            self.reject(pending.notification, rejection)
+        case .retryTokenLater(let rejection):
+            self.statistics.tooManyRequests += 1
+            self.retry(&pending, rejection, backoff: self.configuration.tooManyRequestsBackoff)
+        case .retry(let rejection):
+            if status == 500, connection.window.serverErrorAnswered() {
+                self.retire(connection, why: "\(self.configuration.serverErrorLimit) consecutive 500 answers")
+            }
+            self.retry(&pending, rejection, backoff: self.configuration.retryBackoff)
+        case .renewProviderToken(let rejection):
+            if let signer = self.signer, let token = connection.token {
+                do {
+                    try signer.renew(expired: token)
+                } catch {
+                    self.logger.error("cannot sign a provider token", metadata: ["error": "\(error)"])
+                }
+            }
+            self.retire(connection, why: "ExpiredProviderToken")
+            self.retry(&pending, rejection, backoff: nil)
+        case .replaceConnection(let rejection):
+            self.retire(connection, why: rejection.reason.rawValue)
+            self.retry(&pending, rejection, backoff: self.configuration.retryBackoff)
+        }
+        if connection.window.isFinished, case .ready(_, let handler) = connection.state { handler.close() }
+    }
+
+    func streamReset(_ connection: HTTP2Connection, streamID: Int32, refused: Bool) {
+        guard var pending = connection.window.answered(streamID) else { return }
+        if refused {
+            // REFUSED_STREAM (also how a GOAWAY closes the streams above its last id): never processed.
+            self.statistics.resentUnprocessed += 1
+            self.queue.prepend(pending)
+        } else {
+            self.retry(&pending, HTTP2Rejection(status: 0, reason: HTTP2Reason("StreamReset")), backoff: self.configuration.retryBackoff)
+        }
+        if connection.window.isFinished, case .ready(_, let handler) = connection.state { handler.close() }
+    }
+
+    func goAwayReceived(_ connection: HTTP2Connection, lastStreamID: Int32, errorCode: String, debugData: ByteBuffer?) {
+        self.statistics.goAways += 1
+        let reason = HTTP2Rejection.goAwayReason(debugData)
+        self.statistics.lastGoAwayReason = reason?.rawValue
+        self.logger.info(
+            "APNs sent GOAWAY",
+            metadata: ["reason": "\(reason?.rawValue ?? "none")", "error_code": "\(errorCode)", "last_stream_id": "\(lastStreamID)"]
+        )
+        if !connection.madeProgress { self.slotFailures[connection.slot] += 1 }
+        let unprocessed = connection.window.goAwayReceived(lastStreamID: lastStreamID)
+        self.statistics.resentUnprocessed += unprocessed.count
+        self.queue.prepend(contentsOf: unprocessed)
+        self.retire(connection, why: "GOAWAY \(reason?.rawValue ?? errorCode)")
+    }
+
+    func pingAnswered(_ connection: HTTP2Connection) {
+        connection.pingSentAt = nil
+    }
+
+    func readComplete(_ connection: HTTP2Connection) {
+        connection.lastActivity = .now()
+        self.emitAccepted()
+        self.fillAll()
+        self.resumeWaiters()
+    }
+
+    func writable(_ connection: HTTP2Connection) {
+        self.fill(connection)
+    }
+
+    func connectionClosed(_ connection: HTTP2Connection, error: (any Error)?) {
+        connection.timer?.cancel()
+        connection.timer = nil
+        switch connection.state {
+        case .closed:
+            return
+        case .connecting:
+            self.connectFailed(connection, error: error ?? ClosedDuringHandshake())
+            return
+        case .ready:
+            connection.state = .closed
+        }
+        self.forget(connection)
+        guard !self.isShutdown else { return }
+        let lost = connection.window.connectionLost()
+        if !lost.isEmpty {
+            self.statistics.resentAfterConnectionLoss += lost.count
+            self.logger.info("APNs connection closed with streams unanswered; sending them again", metadata: ["streams": "\(lost.count)"])
+            self.queue.prepend(contentsOf: lost)
+        }
+        if !connection.madeProgress {
+            self.slotFailures[connection.slot] += 1
+            if let error { self.logger.warning("APNs connection failed", metadata: ["error": "\(error)"]) }
+        }
+        self.openConnectionsIfNeeded()
+        self.fillAll()
+        self.resumeWaiters()
+    }
+
+    // MARK: - Timers
+
+    private func tick(_ connection: HTTP2Connection) {
+        guard case .ready(_, let handler) = connection.state else { return }
+        let now = NIODeadline.now()
+        let timeout = self.configuration.requestTimeout
+        if let oldest = connection.window.oldestSentAt, now.uptimeNanoseconds > oldest + UInt64(timeout.nanoseconds) {
+            self.statistics.requestTimeouts += 1
+            self.logger.warning(
+                "an APNs answer is overdue; giving up the connection",
+                metadata: ["timeout_ms": "\(timeout.nanoseconds / 1_000_000)", "in_flight": "\(connection.window.count)"]
+            )
+            self.giveUp(connection, handler)  // connectionClosed sends its streams again
+        } else if let sent = connection.pingSentAt {
+            if now - sent > timeout {
+                self.statistics.requestTimeouts += 1
+                self.logger.warning("no answer to PING; giving up the connection")
+                self.giveUp(connection, handler)
+            }
+        } else if connection.window.isEmpty, now - connection.lastActivity >= self.configuration.idlePingInterval {
+            connection.pingSentAt = now
+            connection.lastActivity = now
+            self.statistics.pings += 1
+            handler.ping()
+        }
+    }
+
+    /// Closes a connection found unresponsive; its timer stops at once, so it is counted once.
+    private func giveUp(_ connection: HTTP2Connection, _ handler: HTTP2ClientConnectionHandler) {
+        connection.timer?.cancel()
+        connection.timer = nil
+        connection.window.drain()
+        handler.close()
+    }
+
+    // MARK: - Writing
+
+    private func scheduleFill() {
+        guard !self.fillScheduled else { return }
+        self.fillScheduled = true
+        let core = NIOLoopBound(self, eventLoop: self.eventLoop)
+        self.eventLoop.execute {
+            core.value.fillScheduled = false
+            core.value.fillAll()
+        }
+    }
+
+    /// Opens streams on every ready connection, sharing the queue between them.
+    private func fillAll() {
+        guard !self.queue.isEmpty else { return }
+        var ready = 0
+        for slot in self.slots { if let connection = slot, connection.isReady, connection.window.room > 0 { ready += 1 } }
+        for slot in self.slots {
+            guard ready > 0, !self.queue.isEmpty else { break }
+            guard let connection = slot, connection.isReady, connection.window.room > 0 else { continue }
+            self.fill(connection, share: (self.queue.count + ready - 1) / ready)
+            ready -= 1
+        }
+    }
+
+    /// Opens up to `share` streams on `connection` (as many as it allows), then flushes once.
+    private func fill(_ connection: HTTP2Connection, share: Int = .max) {
+        guard case .ready(let channel, let handler) = connection.state, channel.isWritable, self.mayWrite else { return }
+        let count = min(connection.window.room, self.queue.count, share)
+        guard count > 0 else { return }
+        if let signer = self.signer {
+            do {
+                connection.use(token: try signer.current())
+            } catch {
+                self.logger.error("cannot sign a provider token", metadata: ["error": "\(error)"])
+                return
+            }
+        }
+        let sentAt = NIODeadline.now().uptimeNanoseconds
+        for _ in 0..<count {
+            let pending = self.queue.removeFirst()
+            let headers = connection.requestHeaders(for: pending.notification, authority: self.authority)
+            let streamID = connection.window.open(pending, sentAt: sentAt)!
+            handler.writeRequest(streamID: streamID, headers: headers, payload: pending.notification.template.payload)
+        }
+        self.statistics.requestsWritten += count
+        connection.lastActivity = .now()
+        handler.flush()
+        self.resumeWaiters()
+    }
+
+    // MARK: - Outcomes
+
+    private func reject(_ notification: HTTP2Notification, _ rejection: HTTP2Rejection) {
+        self.emitAccepted()  // keep the order in which outcomes became known
+        self.statistics.rejected += 1
+        self.events.yield(.rejected(notification, rejection))
+    }
+
+    /// Sends `pending` again after `backoff`'s delay for its failure count, or rejects it with
+    /// `rejection` when that count reaches the maximum.
+    private func retry(_ pending: inout Pending, _ rejection: HTTP2Rejection, backoff: Backoff?) {
+        pending.failures += 1
+        guard pending.failures < self.configuration.maximumAttempts else {
+            self.reject(pending.notification, rejection)
+            return
+        }
+        self.statistics.retries += 1
+        let delay = backoff?.delay(attempt: pending.failures, random: Double.random(in: 0...1)) ?? 0
+        guard delay > 0 else {
+            self.queue.prepend(pending)
+            return
+        }
+        let id = self.nextDelayedID
+        self.nextDelayedID += 1
+        let core = NIOLoopBound(self, eventLoop: self.eventLoop)
+        let task = self.eventLoop.scheduleTask(in: .nanoseconds(Int64(clamping: delay))) { core.value.retryDue(id) }
+        self.delayed[id] = (pending, task)
+    }
+
+    private func retryDue(_ id: Int) {
+        guard let entry = self.delayed.removeValue(forKey: id) else { return }
+        self.queue.prepend(entry.pending)
+        self.openConnectionsIfNeeded()
+        self.fillAll()
+    }
+
+    private func emitAccepted() {
+        guard !self.accepted.isEmpty else { return }
+        self.events.yield(.accepted(self.accepted))
+        self.accepted.removeAll(keepingCapacity: true)
+    }
+
+    private func resumeWaiters() {
+        while self.waiting < self.configuration.maximumQueued, let waiter = self.capacityWaiters.popFirst() {
+            waiter.resume()
+        }
+        if !self.flushWaiters.isEmpty, self.isIdle {
+            self.emitAccepted()
+            let waiters = self.flushWaiters
+            self.flushWaiters.removeAll()
+            for waiter in waiters { waiter.resume() }
+        }
+    }
+}

@@ -1,0 +1,83 @@
+public import NIOCore
+import PushFleetCore
+
+/// APNs' final "no" to one notification: the HTTP status, APNs' `reason` string, and for 410 the
+/// time APNs last knew the token valid.
+public struct HTTP2Rejection: Hashable, Sendable, CustomStringConvertible {
+    /// The `:status` of the answer: 400, 403, 404, 405, 410, 413, or 429/500/503 once retries ran out.
+    public var status: Int
+    /// APNs' own reason string, unknown ones included.
+    public var reason: HTTP2Reason
+    /// For 410: milliseconds since 1970 at which APNs confirmed the token was no longer valid for
+    /// the topic. A token registered again after this time is live.
+    public var timestamp: Int64?
+
+    public init(status: Int, reason: HTTP2Reason, timestamp: Int64? = nil) {
+        self.status = status
+        self.reason = reason
+        self.timestamp = timestamp
+    }
+
+    public var description: String { "\(self.status) \(self.reason)" + (self.timestamp.map { " since \($0)" } ?? "") }
+}
+
+/// What to do about one answer from APNs. Apple states no retry rules; these are PushFleet's:
+///
+/// | answer | verdict |
+/// |---|---|
+/// | 200 | ``accepted(apnsID:)`` |
+/// | 400, 404, 405, 410, 413, 403 other than below | ``rejected(_:)``: final, APNs' reason |
+/// | 403 `InvalidProviderToken` | ``rejected(_:)``: the key, key id or team is wrong; no retry cures it |
+/// | 403 `ExpiredProviderToken` | ``renewProviderToken(_:)``: renew the shared token, replace the connection (APNs keeps answering "expired" on it), retry |
+/// | 403 `UnrelatedKeyIdInToken` | ``replaceConnection(_:)``: APNs asks for a new connection; retry there |
+/// | 429 `TooManyProviderTokenUpdates` | ``replaceConnection(_:)``: the connection is unusable for a while; retry elsewhere |
+/// | 429 `TooManyRequests` (or no reason) | ``retryTokenLater(_:)``: back off this device token only |
+/// | 500, 503, any other 5xx | ``retry(_:)``: exponential backoff with jitter, bounded; repeated 500s also replace the connection |
+/// | anything else | ``rejected(_:)`` |
+public enum HTTP2Verdict: Hashable, Sendable {
+    case accepted(apnsID: String?)
+    case rejected(HTTP2Rejection)
+    case retryTokenLater(HTTP2Rejection)
+    case retry(HTTP2Rejection)
+    case renewProviderToken(HTTP2Rejection)
+    case replaceConnection(HTTP2Rejection)
+
+    /// Classifies an answer.
+    /// - Parameters:
+    ///   - status: the `:status` header.
+    ///   - body: the DATA of the answer, if any: `{"reason": "...", "timestamp": 1234}`.
+    ///   - apnsID: the `apns-id` header, if the caller read it.
+    public static func classify(status: Int, body: ByteBuffer?, apnsID: String? = nil) -> Self {
+        if status == 200 { return .accepted(apnsID: apnsID) }
+        let rejection = HTTP2Rejection(status: status, body: body)
+        switch (status, rejection.reason) {
+        case (403, .expiredProviderToken): return .renewProviderToken(rejection)
+        case (403, .unrelatedKeyIdInToken), (429, .tooManyProviderTokenUpdates): return .replaceConnection(rejection)
+        case (429, _): return .retryTokenLater(rejection)
+        case (500...599, _): return .retry(rejection)
+        default: return .rejected(rejection)
+        }
+    }
+}
+
+extension HTTP2Rejection {
+    /// Reads APNs' JSON error body. A missing or unreadable reason becomes `Status<code>`, so every
+    /// rejection still names something.
+    public init(status: Int, body: ByteBuffer?) {
+        var reason: HTTP2Reason?
+        var timestamp: Int64?
+        if let body, body.readableBytes > 0, let json = try? JSONParser.parse(body.readableBytesView) {
+            if case .string(let text) = json["reason"], !text.isEmpty { reason = HTTP2Reason(text) }
+            if case .number(let text) = json["timestamp"] { timestamp = Int64(text) }
+        }
+        self.init(status: status, reason: reason ?? HTTP2Reason("Status\(status)"), timestamp: timestamp)
+    }
+
+    /// The reason in a GOAWAY frame's debug data (`{"reason":"Shutdown"}`), if it carries one.
+    public static func goAwayReason(_ debugData: ByteBuffer?) -> HTTP2Reason? {
+        guard let debugData, debugData.readableBytes > 0, let json = try? JSONParser.parse(debugData.readableBytesView),
+            case .string(let text) = json["reason"], !text.isEmpty
+        else { return nil }
+        return HTTP2Reason(text)
+    }
+}

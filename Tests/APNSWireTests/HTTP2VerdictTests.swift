@@ -1,0 +1,64 @@
+import APNSWire
+import NIOCore
+import Testing
+
+@Suite struct HTTP2VerdictTests {
+    private func body(_ json: String) -> ByteBuffer { ByteBuffer(string: json) }
+
+    @Test func twoHundredIsAccepted() {
+        #expect(HTTP2Verdict.classify(status: 200, body: nil, apnsID: "EABE") == .accepted(apnsID: "EABE"))
+    }
+
+    @Test(arguments: [
+        (400, "BadDeviceToken"), (400, "DeviceTokenNotForTopic"), (400, "BadCollapseId"), (403, "BadCertificate"),
+        (403, "Forbidden"), (403, "InvalidProviderToken"), (403, "MissingProviderToken"), (404, "BadPath"),
+        (405, "MethodNotAllowed"), (413, "PayloadTooLarge"),
+    ])
+    func finalRejectionsKeepTheReason(status: Int, reason: String) {
+        let verdict = HTTP2Verdict.classify(status: status, body: self.body(#"{"reason":"\#(reason)"}"#))
+        #expect(verdict == .rejected(HTTP2Rejection(status: status, reason: HTTP2Reason(reason))))
+    }
+
+    @Test func unregisteredCarriesItsTimestamp() {
+        let verdict = HTTP2Verdict.classify(status: 410, body: self.body(#"{"reason":"Unregistered","timestamp":1700000000123}"#))
+        #expect(verdict == .rejected(HTTP2Rejection(status: 410, reason: .unregistered, timestamp: 1_700_000_000_123)))
+    }
+
+    @Test func unknownReasonIsKeptAsAPNsWroteIt() {
+        let verdict = HTTP2Verdict.classify(status: 400, body: self.body(#"{"reason":"BadEnvironmentKeyIdInToken"}"#))
+        #expect(verdict == .rejected(HTTP2Rejection(status: 400, reason: HTTP2Reason("BadEnvironmentKeyIdInToken"))))
+    }
+
+    @Test func missingOrBrokenBodyNamesTheStatus() {
+        #expect(HTTP2Verdict.classify(status: 400, body: nil) == .rejected(HTTP2Rejection(status: 400, reason: HTTP2Reason("Status400"))))
+        #expect(HTTP2Verdict.classify(status: 400, body: self.body("{oops")) == .rejected(HTTP2Rejection(status: 400, reason: HTTP2Reason("Status400"))))
+    }
+
+    @Test func tooManyRequestsBacksOffTheTokenOnly() {
+        let verdict = HTTP2Verdict.classify(status: 429, body: self.body(#"{"reason":"TooManyRequests"}"#))
+        #expect(verdict == .retryTokenLater(HTTP2Rejection(status: 429, reason: .tooManyRequests)))
+    }
+
+    @Test func serverErrorsAreRetried() {
+        #expect(HTTP2Verdict.classify(status: 500, body: self.body(#"{"reason":"InternalServerError"}"#)) == .retry(HTTP2Rejection(status: 500, reason: .internalServerError)))
+        #expect(HTTP2Verdict.classify(status: 503, body: self.body(#"{"reason":"ServiceUnavailable"}"#)) == .retry(HTTP2Rejection(status: 503, reason: .serviceUnavailable)))
+        #expect(HTTP2Verdict.classify(status: 503, body: self.body(#"{"reason":"Shutdown"}"#)) == .retry(HTTP2Rejection(status: 503, reason: .shutdown)))
+        #expect(HTTP2Verdict.classify(status: 502, body: nil) == .retry(HTTP2Rejection(status: 502, reason: HTTP2Reason("Status502"))))
+    }
+
+    @Test func expiredProviderTokenRenewsAndReplaces() {
+        let verdict = HTTP2Verdict.classify(status: 403, body: self.body(#"{"reason":"ExpiredProviderToken"}"#))
+        #expect(verdict == .renewProviderToken(HTTP2Rejection(status: 403, reason: .expiredProviderToken)))
+    }
+
+    @Test func connectionLevelAnswersReplaceTheConnection() {
+        #expect(HTTP2Verdict.classify(status: 403, body: self.body(#"{"reason":"UnrelatedKeyIdInToken"}"#)) == .replaceConnection(HTTP2Rejection(status: 403, reason: .unrelatedKeyIdInToken)))
+        #expect(HTTP2Verdict.classify(status: 429, body: self.body(#"{"reason":"TooManyProviderTokenUpdates"}"#)) == .replaceConnection(HTTP2Rejection(status: 429, reason: .tooManyProviderTokenUpdates)))
+    }
+
+    @Test func goAwayDebugDataReason() {
+        #expect(HTTP2Rejection.goAwayReason(self.body(#"{"reason":"Shutdown"}"#)) == .shutdown)
+        #expect(HTTP2Rejection.goAwayReason(nil) == nil)
+        #expect(HTTP2Rejection.goAwayReason(self.body("not json")) == nil)
+    }
+}

@@ -1,0 +1,105 @@
+import APNSTransport
+import APNSWire
+import NIOConcurrencyHelpers
+import NIOCore
+import NIOPosix
+import PushFleetCore
+import PushFleetTestSupport
+
+/// What an ``HTTP2Sender`` reported, gathered until its events finish.
+struct HTTP2Outcomes {
+    var accepted: [HTTP2Notification] = []
+    var rejected: [(HTTP2Notification, HTTP2Rejection)] = []
+
+    func rejection(of token: DeviceToken) -> HTTP2Rejection? {
+        self.rejected.first { $0.0.token == token }?.1
+    }
+}
+
+enum HTTP2SenderFixture {
+    static let template = HTTP2NotificationTemplate(topic: "com.example.app", payload: ByteBuffer(string: #"{"aps":{"alert":"hi"}}"#))
+
+    static func notifications(_ count: Int, seed: UInt64 = 0) -> [HTTP2Notification] {
+        (0..<count).map { HTTP2Notification(token: TestTokens.token($0, seed: seed), tag: UInt64($0), template: self.template) }
+    }
+
+    /// A provider-token signer over the test key whose clock moves one second per reading.
+    static func signer() throws -> ProviderTokenSigner {
+        let clock = NIOLockedValueBox<Int64>(1_700_000_000)
+        return try ProviderTokenSigner(
+            keyPath: try TestCertificates.shared().authKey, keyID: "KEYID12345", teamID: "TEAMID1234",
+            now: { clock.withLockedValue { value in
+                value += 1
+                return value
+            } }
+        )
+    }
+
+    /// Test settings against `server`: token authentication unless `certificate`, short backoffs.
+    static func configuration(
+        _ server: HTTP2ScriptedServer,
+        signer: ProviderTokenSigner? = nil,
+        certificate: Bool = false,
+        maximumAttempts: Int = 5,
+        maximumQueued: Int = 10_000,
+        requestTimeout: TimeAmount = .seconds(10)
+    ) throws -> HTTP2Sender.Configuration {
+        let certificates = try TestCertificates.shared()
+        let quick = Backoff(initial: 5_000_000, maximum: 20_000_000)
+        return HTTP2Sender.Configuration(
+            host: "127.0.0.1",
+            port: server.port,
+            tls: certificate
+                ? .certificate(pem: certificates.clientCertificate, key: certificates.clientKey, trusting: [certificates.caCertificate])
+                : .noClientCertificate(trusting: [certificates.caCertificate]),
+            serverHostname: "localhost",
+            authentication: certificate ? .certificate : .providerToken(try signer ?? self.signer()),
+            requestTimeout: requestTimeout,
+            maximumAttempts: maximumAttempts,
+            maximumQueued: maximumQueued,
+            reconnectBackoff: quick,
+            retryBackoff: quick,
+            tooManyRequestsBackoff: quick
+        )
+    }
+
+    static func sender(_ configuration: HTTP2Sender.Configuration) throws -> (HTTP2Sender, Task<HTTP2Outcomes, Never>) {
+        let sender = try HTTP2Sender(configuration: configuration, eventLoop: MultiThreadedEventLoopGroup.singleton.next(), logger: quietLogger)
+        let outcomes = Task {
+            var outcomes = HTTP2Outcomes()
+            for await event in sender.events {
+                switch event {
+                case .accepted(let notifications): outcomes.accepted += notifications
+                case .rejected(let notification, let rejection): outcomes.rejected.append((notification, rejection))
+                }
+            }
+            return outcomes
+        }
+        return (sender, outcomes)
+    }
+
+    /// Sends, waits for every answer, shuts down; returns the outcomes and the statistics.
+    static func run(
+        _ notifications: [HTTP2Notification], with configuration: HTTP2Sender.Configuration
+    ) async throws -> (HTTP2Outcomes, HTTP2Sender.Statistics) {
+        let (sender, outcomes) = try self.sender(configuration)
+        try await sender.send(notifications)
+        await sender.flush()
+        let statistics = await sender.statistics()
+        let unanswered = await sender.shutdown()
+        precondition(unanswered.isEmpty, "flush returned with \(unanswered.count) unanswered")
+        return (await outcomes.value, statistics)
+    }
+}
+
+/// A count per key that a script can keep across requests.
+final class ScriptCounter: Sendable {
+    private let counts = NIOLockedValueBox<[String: Int]>([:])
+    /// Adds one to `key` and returns the new count.
+    func next(_ key: String) -> Int {
+        self.counts.withLockedValue { counts in
+            counts[key, default: 0] += 1
+            return counts[key]!
+        }
+    }
+}

@@ -1,0 +1,124 @@
+import APNSTransport
+import APNSWire
+import NIOCore
+import NIOHPACK
+import PushFleetCore
+import PushFleetTestSupport
+import Testing
+
+/// ``HTTP2Sender`` against a scripted HTTP/2 server over real TLS: what each kind of answer becomes.
+@Suite struct HTTP2SenderTests {
+    @Test func acceptedWithProviderTokenCarriesTheSameAuthorizationOnEveryRequest() async throws {
+        let server = try await HTTP2ScriptedServer.start { _ in [.respond(status: 200)] }
+        defer { Task { await server.stop() } }
+        let notifications = HTTP2SenderFixture.notifications(200)
+        let (outcomes, statistics) = try await HTTP2SenderFixture.run(notifications, with: try HTTP2SenderFixture.configuration(server))
+
+        #expect(Set(outcomes.accepted.map(\.tag)) == Set(0..<200))
+        #expect(outcomes.rejected.isEmpty)
+        let requests = server.requests
+        #expect(requests.count == 200)
+        #expect(Set(requests.map(\.token)) == Set(notifications.map(\.token.hexString)))
+        let authorizations = Set(requests.map(\.authorization))
+        #expect(authorizations.count == 1)
+        #expect(authorizations.first??.hasPrefix("bearer ey") == true)
+        let headers = requests[0].headers
+        #expect(headers.first(name: ":method") == "POST")
+        #expect(headers.first(name: "apns-topic") == "com.example.app")
+        #expect(headers.first(name: "apns-push-type") == "alert")
+        #expect(String(buffer: requests[0].body) == #"{"aps":{"alert":"hi"}}"#)
+        #expect(statistics.accepted == 200 && statistics.requestsWritten == 200)
+        #expect(statistics.providerTokensSigned == 1)
+        #expect(statistics.connectionsOpened == 1)
+    }
+
+    @Test func certificateAuthenticationSendsNoAuthorization() async throws {
+        let server = try await HTTP2ScriptedServer.start(requireClientCertificate: true) { _ in [.respond(status: 200)] }
+        defer { Task { await server.stop() } }
+        let (outcomes, statistics) = try await HTTP2SenderFixture.run(
+            HTTP2SenderFixture.notifications(20), with: try HTTP2SenderFixture.configuration(server, certificate: true)
+        )
+        #expect(outcomes.accepted.count == 20)
+        #expect(server.requests.count == 20)
+        #expect(server.requests.allSatisfy { $0.authorization == nil })
+        #expect(statistics.providerTokensSigned == 0)
+    }
+
+    @Test func finalRejectionsCarryStatusReasonAndTimestamp() async throws {
+        let notifications = HTTP2SenderFixture.notifications(7)
+        let answers: [String: (Int, String?, Int64?)] = [
+            notifications[0].token.hexString: (400, "BadDeviceToken", nil),
+            notifications[1].token.hexString: (403, "Forbidden", nil),
+            notifications[2].token.hexString: (404, "BadPath", nil),
+            notifications[3].token.hexString: (405, "MethodNotAllowed", nil),
+            notifications[4].token.hexString: (410, "Unregistered", 1_700_000_000_123),
+            notifications[5].token.hexString: (413, "PayloadTooLarge", nil),
+        ]
+        let server = try await HTTP2ScriptedServer.start { request in
+            guard let (status, reason, timestamp) = answers[request.token] else { return [.respond(status: 200)] }
+            return [.respond(status: status, reason: reason, timestamp: timestamp)]
+        }
+        defer { Task { await server.stop() } }
+        let (outcomes, statistics) = try await HTTP2SenderFixture.run(notifications, with: try HTTP2SenderFixture.configuration(server))
+
+        #expect(outcomes.accepted.map(\.tag) == [6])
+        #expect(outcomes.rejection(of: notifications[0].token) == HTTP2Rejection(status: 400, reason: .badDeviceToken))
+        #expect(outcomes.rejection(of: notifications[1].token) == HTTP2Rejection(status: 403, reason: .forbidden))
+        #expect(outcomes.rejection(of: notifications[2].token) == HTTP2Rejection(status: 404, reason: .badPath))
+        #expect(outcomes.rejection(of: notifications[3].token) == HTTP2Rejection(status: 405, reason: .methodNotAllowed))
+        #expect(outcomes.rejection(of: notifications[4].token) == HTTP2Rejection(status: 410, reason: .unregistered, timestamp: 1_700_000_000_123))
+        #expect(outcomes.rejection(of: notifications[5].token) == HTTP2Rejection(status: 413, reason: .payloadTooLarge))
+        #expect(server.requests.count == 7)  // final: none sent twice
+        #expect(statistics.rejected == 6 && statistics.retries == 0)
+    }
+
+    @Test func tooManyRequestsRetriesThatTokenOnly() async throws {
+        let notifications = HTTP2SenderFixture.notifications(30)
+        let throttled = notifications[7].token.hexString
+        let counter = ScriptCounter()
+        let server = try await HTTP2ScriptedServer.start { request in
+            if request.token == throttled, counter.next(throttled) <= 2 { return [.respond(status: 429, reason: "TooManyRequests")] }
+            return [.respond(status: 200)]
+        }
+        defer { Task { await server.stop() } }
+        let (outcomes, statistics) = try await HTTP2SenderFixture.run(notifications, with: try HTTP2SenderFixture.configuration(server))
+
+        #expect(outcomes.accepted.count == 30 && outcomes.rejected.isEmpty)
+        let perToken = Dictionary(grouping: server.requests, by: \.token).mapValues(\.count)
+        #expect(perToken[throttled] == 3)
+        #expect(perToken.filter { $0.key != throttled }.values.allSatisfy { $0 == 1 })
+        #expect(statistics.tooManyRequests == 2 && statistics.retries == 2)
+        #expect(statistics.connectionsOpened == 1)
+    }
+
+    @Test func serviceUnavailableIsRetriedAndCounted() async throws {
+        let notifications = HTTP2SenderFixture.notifications(10)
+        let unlucky = notifications[3].token.hexString
+        let counter = ScriptCounter()
+        let server = try await HTTP2ScriptedServer.start { request in
+            if request.token == unlucky, counter.next(unlucky) <= 2 { return [.respond(status: 503, reason: "ServiceUnavailable")] }
+            return [.respond(status: 200)]
+        }
+        defer { Task { await server.stop() } }
+        let (outcomes, statistics) = try await HTTP2SenderFixture.run(notifications, with: try HTTP2SenderFixture.configuration(server))
+
+        #expect(outcomes.accepted.count == 10 && outcomes.rejected.isEmpty)
+        #expect(server.requests.filter { $0.token == unlucky }.count == 3)
+        #expect(statistics.retries == 2 && statistics.accepted == 10)
+    }
+
+    @Test func retriesRunOutIntoARejectionWithAPNsReason() async throws {
+        let server = try await HTTP2ScriptedServer.start { _ in [.respond(status: 500, reason: "InternalServerError")] }
+        defer { Task { await server.stop() } }
+        let notifications = HTTP2SenderFixture.notifications(1)
+        let (outcomes, statistics) = try await HTTP2SenderFixture.run(
+            notifications, with: try HTTP2SenderFixture.configuration(server, maximumAttempts: 3)
+        )
+        #expect(outcomes.accepted.isEmpty)
+        #expect(outcomes.rejection(of: notifications[0].token) == HTTP2Rejection(status: 500, reason: .internalServerError))
+        #expect(server.requests.count == 3)
+        #expect(statistics.retries == 2 && statistics.rejected == 1)
+        // Three 500s in a row on one connection: it is replaced.
+        #expect(statistics.connectionsReplaced == 1)
+    }
+}
