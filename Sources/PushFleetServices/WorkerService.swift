@@ -36,8 +36,9 @@ public final class WorkerService: Sendable {
     /// Serves until `drain` is triggered, then drains and returns.
     public func run(until drain: DrainSignal) async {
         let templates = TemplateCache()
+        let slots = (self.configuration.connections + self.transport.connectionsPerChannel - 1) / self.transport.connectionsPerChannel
         await withTaskGroup(of: Void.self) { group in
-            for slot in 0..<self.configuration.connections {
+            for slot in 0..<slots {
                 group.addTask { await self.runSlot(slot, drain: drain, templates: templates) }
             }
         }
@@ -58,8 +59,9 @@ public final class WorkerService: Sendable {
     private func runSlot(_ slot: Int, drain: DrainSignal, templates: TemplateCache) async {
         let (events, sink) = AsyncStream.makeStream(of: RunEvent.self)
         var pending = events.makeAsyncIterator()
-        var context = SlotContext(channel: self.transport.makeChannel())
+        guard var context = await self.makeSlotContext(drain: drain) else { return }
         var router = context.startRouting()
+        let shardLimit = self.configuration.shardsPerConnection * self.transport.connectionsPerChannel
         var active = 0
         var feeding: UInt64? = nil
         var campaign: UUID? = nil
@@ -74,13 +76,14 @@ public final class WorkerService: Sendable {
                         // go with it, and the slot starts over on a new connection.
                         await context.channel.shutdown()
                         await router.value
-                        context = SlotContext(channel: self.transport.makeChannel())
+                        guard let fresh = await self.makeSlotContext(drain: drain) else { return }
+                        context = fresh
                         router = context.startRouting()
                         resetting = false
                     }
                     if drain.isTriggered { break }
                 }
-                if !drain.isTriggered, !resetting, feeding == nil, active < self.configuration.shardsPerConnection {
+                if !drain.isTriggered, !resetting, feeding == nil, active < shardLimit {
                     let claimed: Claim?
                     do {
                         claimed = try await self.claim(campaign: campaign, templates: templates)
@@ -130,6 +133,20 @@ public final class WorkerService: Sendable {
         }
         await context.channel.shutdown()
         await router.value
+    }
+
+    /// A new channel for a slot; retried every second while its credentials cannot be loaded, nil
+    /// once draining.
+    private func makeSlotContext(drain: DrainSignal) async -> SlotContext? {
+        while !drain.isTriggered {
+            do {
+                return SlotContext(channel: try self.transport.makeChannel())
+            } catch {
+                self.logger.error("cannot make a \(self.transport.name) sender", metadata: ["error": "\(error)"])
+                await drain.sleep(for: .seconds(1))
+            }
+        }
+        return nil
     }
 
     /// Claims a shard of `campaign`, or of any active campaign of this topic and environment when nil.

@@ -23,14 +23,17 @@ struct Worker: AsyncParsableCommand {
     @Option(help: "production or sandbox.")
     var environment: String = "production"
 
-    @Option(help: "binary (HTTP/2 is the subject of the next release).")
-    var `protocol`: String = "binary"
+    @Option(help: "http2 (the provider API APNs speaks today) or binary (the legacy protocol).")
+    var `protocol`: String = "http2"
 
     @Option(help: "Gateway HOST:PORT instead of Apple's (e.g. a mock-apns).")
     var endpoint: String?
 
     @Option(help: "Shards worked at once, each over its own connection.")
     var connections: Int = 4
+
+    @Option(help: "Seconds between opening two HTTP/2 connections of the pool.")
+    var connectionSpacingS: Double = 2
 
     @Option(help: "Shards of one campaign worked at once over each connection (a crash re-sends at most this many per connection).")
     var shardsPerConnection: Int = 4
@@ -41,25 +44,30 @@ struct Worker: AsyncParsableCommand {
     @Option(help: "Name in leases and logs (default: host-pid-random).")
     var workerId: String?
 
+    @OptionGroup var providerToken: ProviderTokenOptions
     @OptionGroup var tls: TLSOptions
     @OptionGroup var state: StateOptions
 
     func validate() throws {
         guard ["production", "sandbox"].contains(self.environment) else { throw ValidationError("--environment is production or sandbox") }
-        guard self.protocol == "binary" else { throw ValidationError("--protocol \(self.protocol) is not available yet; use --protocol binary") }
+        guard ["http2", "binary"].contains(self.protocol) else { throw ValidationError("--protocol is http2 or binary") }
         guard (1...64).contains(self.connections) else { throw ValidationError("--connections is between 1 and 64") }
         guard (1...256).contains(self.shardsPerConnection) else { throw ValidationError("--shards-per-connection is between 1 and 256") }
         guard self.leaseMs >= 1_000 else { throw ValidationError("--lease-ms is at least 1000") }
-        guard self.tls.hasIdentity else { throw ValidationError("the binary protocol needs a client certificate: --cert and --key, or --p12") }
+        if self.protocol == "binary" {
+            guard self.tls.hasIdentity else { throw ValidationError("the binary protocol needs a client certificate: --cert and --key, or --p12") }
+            guard !self.providerToken.isSet else { throw ValidationError("the binary protocol has no provider tokens; use --cert and --key, or --p12") }
+        } else {
+            guard self.tls.hasIdentity != self.providerToken.isSet else {
+                throw ValidationError("HTTP/2 needs one of: --auth-key with --key-id and --team-id, or --cert and --key, or --p12")
+            }
+        }
+        guard self.connectionSpacingS >= 0 else { throw ValidationError("--connection-spacing-s must not be negative") }
     }
 
     func run() async throws {
         let logger = makeLogger("pushfleet.worker")
-        let endpoint = try self.endpoint.map { try Endpoint(parsing: $0, option: "--endpoint") }
-            ?? Endpoint(host: self.environment == "sandbox" ? "gateway.sandbox.push.apple.com" : "gateway.push.apple.com", port: 2195)
-        let senderConfiguration = BinarySender.Configuration(
-            host: endpoint.host, port: endpoint.port, tls: try self.tls.clientTLS().makeConfiguration(), maximumQueued: 1_000
-        )
+        let transport = try self.makeTransport(logger: logger)
         var configuration = WorkerService.Configuration(
             topic: self.topic, environment: self.environment, connections: self.connections,
             shardsPerConnection: self.shardsPerConnection, leaseMilliseconds: self.leaseMs
@@ -69,10 +77,40 @@ struct Worker: AsyncParsableCommand {
         let signals = Task { try await Signals.waitForTermination(); drain.trigger() }
         defer { signals.cancel() }
         try await self.state.withQueue(logger: logger) { queue in
-            let transport = DeliveryTransport.binary(configuration: senderConfiguration, group: MultiThreadedEventLoopGroup.singleton, logger: logger)
             let worker = WorkerService(configuration: configuration, queue: queue, transport: transport, logger: logger)
-            logger.info("worker serving", metadata: ["topic": "\(self.topic)", "environment": "\(self.environment)", "endpoint": "\(endpoint)"])
+            logger.info("worker serving", metadata: ["topic": "\(self.topic)", "environment": "\(self.environment)", "protocol": "\(self.protocol)"])
             await worker.run(until: drain)
         }
+    }
+
+    private func makeTransport(logger: Logger) throws -> DeliveryTransport {
+        let group = MultiThreadedEventLoopGroup.singleton
+        let sandbox = self.environment == "sandbox"
+        if self.protocol == "binary" {
+            let endpoint = try self.endpoint.map { try Endpoint(parsing: $0, option: "--endpoint") }
+                ?? Endpoint(host: sandbox ? "gateway.sandbox.push.apple.com" : "gateway.push.apple.com", port: 2195)
+            let configuration = BinarySender.Configuration(
+                host: endpoint.host, port: endpoint.port, tls: try self.tls.clientTLS().makeConfiguration(), maximumQueued: 1_000
+            )
+            return .binary(configuration: configuration, group: group, logger: logger)
+        }
+        let endpoint = try self.endpoint.map { try Endpoint(parsing: $0, option: "--endpoint") }
+            ?? Endpoint(host: sandbox ? "api.sandbox.push.apple.com" : "api.push.apple.com", port: 443)
+        let tls: ClientTLS
+        let authentication: HTTP2Sender.Configuration.Authentication
+        if let signer = try self.providerToken.signer() {
+            tls = .noClientCertificate(trusting: self.tls.ca)
+            authentication = .providerToken(signer)
+        } else {
+            tls = try self.tls.clientTLS()
+            authentication = .certificate
+        }
+        // Credentials are loaded here, so a missing or wrong file stops the worker at start.
+        _ = try tls.makeConfiguration(applicationProtocols: ["h2"])
+        let configuration = HTTP2Sender.Configuration(
+            host: endpoint.host, port: endpoint.port, tls: tls, authentication: authentication, connections: self.connections,
+            connectionSpacing: .nanoseconds(Int64(self.connectionSpacingS * 1_000_000_000))
+        )
+        return .http2(configuration: configuration, group: group, logger: logger)
     }
 }

@@ -20,6 +20,7 @@ enum DeliveryOutcome: Sendable {
 /// The fixed part of a campaign's notifications, prepared once per campaign for one protocol.
 enum CampaignTemplate: Sendable {
     case binary(payload: Payload, expiration: UInt32, priority: UInt8)
+    case http2(HTTP2NotificationTemplate)
 }
 
 /// One slot's sender, whichever protocol it speaks.
@@ -41,18 +42,41 @@ protocol DeliveryChannel: Sendable {
 /// How a worker sends: makes a slot's channel, and a campaign's template.
 public struct DeliveryTransport: Sendable {
     let name: String
-    let makeChannel: @Sendable () -> any DeliveryChannel
+    /// Connections behind one channel: a slot of this transport counts for that many connections.
+    let connectionsPerChannel: Int
+    let makeChannel: @Sendable () throws -> any DeliveryChannel
     let makeTemplate: @Sendable (CampaignDescriptor) throws -> CampaignTemplate
 
     /// The legacy binary protocol: one ``BinarySender`` (one connection) per slot.
     public static func binary(configuration: BinarySender.Configuration, group: any EventLoopGroup, logger: Logger) -> Self {
         Self(
             name: "binary",
+            connectionsPerChannel: 1,
             makeChannel: { BinaryChannel(sender: BinarySender(configuration: configuration, eventLoop: group.next(), logger: logger)) },
             makeTemplate: { descriptor in
                 .binary(
                     payload: try Payload(jsonText: descriptor.payload, format: .binaryFrame),
                     expiration: UInt32(clamping: descriptor.expiration), priority: UInt8(clamping: descriptor.priority)
+                )
+            }
+        )
+    }
+
+    /// The HTTP/2 provider API: one slot whose ``HTTP2Sender`` keeps a pool of
+    /// ``HTTP2Sender/Configuration/connections`` connections, opened a few seconds apart, and
+    /// multiplexes every shard of the slot over them.
+    public static func http2(configuration: HTTP2Sender.Configuration, group: any EventLoopGroup, logger: Logger) -> Self {
+        Self(
+            name: "HTTP/2",
+            connectionsPerChannel: max(1, configuration.connections),
+            makeChannel: { HTTP2Channel(sender: try HTTP2Sender(configuration: configuration, eventLoop: group.next(), logger: logger)) },
+            makeTemplate: { descriptor in
+                let payload = try Payload(jsonText: descriptor.payload, format: descriptor.pushType == "voip" ? .voip : .http2)
+                return .http2(
+                    HTTP2NotificationTemplate(
+                        topic: descriptor.topic, pushType: descriptor.pushType, priority: descriptor.priority,
+                        expiration: Int64(descriptor.expiration), collapseID: descriptor.collapseID, payload: payload
+                    )
                 )
             }
         )
@@ -95,6 +119,51 @@ struct BinaryChannel: DeliveryChannel {
 
     func repeats() async -> (resent: Int, retried: Int) {
         (await self.sender.statistics().framesResentAfterSilentClose, 0)
+    }
+
+    func shutdown() async { _ = await self.sender.shutdown() }
+}
+
+/// ``DeliveryChannel`` over the HTTP/2 provider API.
+struct HTTP2Channel: DeliveryChannel {
+    let sender: HTTP2Sender
+
+    func send(_ tokens: [DeviceToken], firstTag: UInt64, template: CampaignTemplate) async throws {
+        guard case .http2(let template) = template else {
+            preconditionFailure("an HTTP/2 channel was given a template of another protocol")
+        }
+        var notifications: [HTTP2Notification] = []
+        notifications.reserveCapacity(tokens.count)
+        for (offset, token) in tokens.enumerated() {
+            notifications.append(HTTP2Notification(token: token, tag: firstTag + UInt64(offset), template: template))
+        }
+        try await self.sender.send(notifications)
+    }
+
+    func forEachOutcomeBatch(_ body: ([DeliveryOutcome]) -> Void) async {
+        var batch: [DeliveryOutcome] = []
+        for await event in self.sender.events {
+            batch.removeAll(keepingCapacity: true)
+            switch event {
+            case .accepted(let notifications):
+                for notification in notifications { batch.append(.accepted(tag: notification.tag)) }
+            case .rejected(let notification, let rejection):
+                batch.append(
+                    .rejected(
+                        tag: notification.tag,
+                        Rejection(token: notification.token, reason: rejection.reason.rawValue, timestampMilliseconds: rejection.timestamp)
+                    )
+                )
+            }
+            body(batch)
+        }
+    }
+
+    func setWriteDeadline(_ deadline: NIODeadline?) { self.sender.setWriteDeadline(deadline) }
+
+    func repeats() async -> (resent: Int, retried: Int) {
+        let statistics = await self.sender.statistics()
+        return (statistics.resentAfterConnectionLoss, statistics.retries)
     }
 
     func shutdown() async { _ = await self.sender.shutdown() }
