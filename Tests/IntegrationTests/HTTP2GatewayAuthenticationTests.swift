@@ -13,25 +13,31 @@ import Testing
         try await client.send(headers: Fixture.headers(token: TestTokens.token(token), authorization: authorization), body: Fixture.body)
     }
 
-    @Test func tokenSignedByAnotherKeyIsInvalid() async throws {
-        let fixture = try await Fixture.start()
-        defer { Task { await fixture.stop() } }
-        let client = try await fixture.tokenClient()
-        defer { Task { await client.close() } }
-        let response = try await self.send(client, authorization: try fixture.authorization(key: fixture.otherKey))
-        #expect(response.status == 403)
-        #expect(response.reason == "InvalidProviderToken")
-        #expect(fixture.ledger.snapshot().accepted == 0)
+    /// Tokens the gateway rejects on a fresh connection.
+    enum BadToken: String, CaseIterable, Sendable {
+        case signedByAnotherKey, ofAnUnknownKey, issuedOverAnHourAgo
+
+        func authorization(_ fixture: Fixture) throws -> String {
+            switch self {
+            case .signedByAnotherKey: try fixture.authorization(key: fixture.otherKey)
+            case .ofAnUnknownKey: try fixture.authorization(keyID: "UNKNOWN999")
+            case .issuedOverAnHourAgo: try fixture.authorization(issuedAt: fixture.clock.now / 1000 - 3601)
+            }
+        }
+
+        var reason: String { self == .issuedOverAnHourAgo ? "ExpiredProviderToken" : "InvalidProviderToken" }
     }
 
-    @Test func tokenOfAnUnknownKeyIsInvalid() async throws {
+    @Test(arguments: BadToken.allCases)
+    func rejectsTheToken(_ token: BadToken) async throws {
         let fixture = try await Fixture.start()
         defer { Task { await fixture.stop() } }
         let client = try await fixture.tokenClient()
         defer { Task { await client.close() } }
-        let response = try await self.send(client, authorization: try fixture.authorization(keyID: "UNKNOWN999"))
+        let response = try await self.send(client, authorization: try token.authorization(fixture))
         #expect(response.status == 403)
-        #expect(response.reason == "InvalidProviderToken")
+        #expect(response.reason == token.reason)
+        #expect(fixture.ledger.snapshot().accepted == 0)
     }
 
     @Test func tokenOlderThanAnHourIsExpiredAndTheConnectionStaysExpired() async throws {
@@ -57,16 +63,6 @@ import Testing
         #expect(try await self.send(replacement, authorization: try fixture.authorization()).status == 200)
         #expect(fixture.ledger.snapshot().accepted == 3)
         #expect(fixture.ledger.snapshot().rejected == ["ExpiredProviderToken": 2])
-    }
-
-    @Test func newTokenIssuedOverAnHourAgoIsExpired() async throws {
-        let fixture = try await Fixture.start()
-        defer { Task { await fixture.stop() } }
-        let client = try await fixture.tokenClient()
-        defer { Task { await client.close() } }
-        let response = try await self.send(client, authorization: try fixture.authorization(issuedAt: fixture.clock.now / 1000 - 3601))
-        #expect(response.status == 403)
-        #expect(response.reason == "ExpiredProviderToken")
     }
 
     @Test func secondTeamOnOneConnectionIsInvalid() async throws {
