@@ -48,7 +48,7 @@ make_tokens() { head -c $(($1 * 32)) /dev/urandom | od -An -v -tx1 -w32 | tr -d 
 # Starts the simulator on free ports; sets mock_pid and binary_port.
 start_mock() {
     local log="$tmp/mock.log"
-    "$bin" mock-apns --certs "$tmp/certs" --binary-port 0 --feedback-port 0 --admin-port 0 "$@" >"$log" 2>&1 &
+    "$bin" mock-apns --certs "$tmp/certs" --binary-port 0 --feedback-port 0 --admin-port 0 --http2-port 0 "$@" >"$log" 2>&1 &
     mock_pid=$!
     for _ in $(seq 100); do
         if grep -q '^mock-apns binary=' "$log"; then

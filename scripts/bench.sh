@@ -62,7 +62,7 @@ echo "run: $tokens tokens, $workers workers x $connections connections, $protoco
 
 head -c $((tokens * 32)) /dev/urandom | od -An -v -tx1 -w32 | tr -d ' ' >"$tmp/tokens.txt"
 
-"$bin" mock-apns --certs "$tmp/certs" --binary-port 0 --feedback-port 0 --admin-port 0 --error-delay-ms "$error_delay_ms" >"$tmp/mock.log" 2>&1 &
+"$bin" mock-apns --certs "$tmp/certs" --binary-port 0 --feedback-port 0 --admin-port 0 --http2-port 0 --error-delay-ms "$error_delay_ms" >"$tmp/mock.log" 2>&1 &
 pids+=($!)
 for _ in $(seq 100); do grep -q '^mock-apns binary=' "$tmp/mock.log" && break; sleep 0.1; done
 binary_port="$(sed -n 's/^mock-apns binary=\([0-9]*\).*/\1/p' "$tmp/mock.log")"

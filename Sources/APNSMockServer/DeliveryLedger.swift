@@ -56,6 +56,13 @@ public final class DeliveryLedger: Sendable {
         self.state.withLockedValue { $0.rejected[reason, default: 0] += 1 }
     }
 
+    /// Records rejections counted by reason; one lock acquisition per batch.
+    func recordRejected(counts: [String: Int]) {
+        self.state.withLockedValue { state in
+            for (reason, count) in counts { state.rejected[reason, default: 0] += count }
+        }
+    }
+
     func recordConnection(_ kind: String) {
         self.state.withLockedValue { $0.connections[kind, default: 0] += 1 }
     }

@@ -48,14 +48,20 @@ public struct MockAPNSConfiguration: Sendable {
     public var feedbackPort: Int?
     /// Plain-HTTP admin port serving `/stats` and `/reset`; 0 picks a free port. Defaults to 8195.
     public var adminPort: Int?
+    /// HTTP/2 provider API port (TLS, ALPN `h2`, client certificate optional); 0 picks a free port.
+    /// Defaults to `nil`: not served.
+    public var http2Port: Int?
     public var tls: TLSFiles
-    /// Tokens answered with status 8 (InvalidToken).
+    /// Tokens answered with status 8 (InvalidToken) by the binary gateway, 400 `BadDeviceToken` by HTTP/2.
     public var invalidTokens: Set<DeviceToken>
-    /// Tokens accepted and then reported by the feedback service.
+    /// Tokens the binary gateway accepts and then the feedback service reports; HTTP/2 answers them
+    /// 410 `Unregistered`.
     public var unregisteredTokens: Set<DeviceToken>
     /// How long the gateway waits before it writes an error response and closes. Defaults to 500 ms.
     public var errorDelay: TimeAmount
     public var binaryFaults: BinaryFaults
+    public var http2: HTTP2Options
+    public var http2Faults: HTTP2Faults
 
     public init(
         host: String = "127.0.0.1",
@@ -66,7 +72,10 @@ public struct MockAPNSConfiguration: Sendable {
         invalidTokens: Set<DeviceToken> = [],
         unregisteredTokens: Set<DeviceToken> = [],
         errorDelay: TimeAmount = .milliseconds(500),
-        binaryFaults: BinaryFaults = BinaryFaults()
+        binaryFaults: BinaryFaults = BinaryFaults(),
+        http2Port: Int? = nil,
+        http2: HTTP2Options = HTTP2Options(),
+        http2Faults: HTTP2Faults = HTTP2Faults()
     ) {
         self.host = host
         self.binaryPort = binaryPort
@@ -77,5 +86,8 @@ public struct MockAPNSConfiguration: Sendable {
         self.unregisteredTokens = unregisteredTokens
         self.errorDelay = errorDelay
         self.binaryFaults = binaryFaults
+        self.http2Port = http2Port
+        self.http2 = http2
+        self.http2Faults = http2Faults
     }
 }

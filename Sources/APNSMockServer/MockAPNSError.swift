@@ -12,4 +12,8 @@ public struct MockAPNSError: Error, CustomStringConvertible {
     static func unreadableTLSFile(what: String, path: String, underlying: any Error, file: String = #fileID, line: Int = #line) -> Self {
         Self(message: "cannot load the simulator's \(what) from \(path): \(underlying)", file: file, line: line)
     }
+
+    static func unreadableKeyFile(path: String, underlying: any Error, file: String = #fileID, line: Int = #line) -> Self {
+        Self(message: "cannot load a provider-token public key (PEM) from \(path): \(underlying)", file: file, line: line)
+    }
 }

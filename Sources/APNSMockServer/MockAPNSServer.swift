@@ -6,7 +6,8 @@ import NIOHTTP1
 import NIOPosix
 import NIOSSL
 
-/// The APNs simulator: binary gateway, feedback service and admin endpoint, sharing one ledger.
+/// The APNs simulator: binary gateway, feedback service, HTTP/2 provider API and admin endpoint,
+/// sharing one ledger.
 ///
 /// ```swift
 /// let server = MockAPNSServer(configuration: configuration, group: MultiThreadedEventLoopGroup.singleton)
@@ -19,15 +20,18 @@ public final class MockAPNSServer: Sendable {
         public var binary: Int?
         public var feedback: Int?
         public var admin: Int?
+        public var http2: Int?
     }
 
     public let configuration: MockAPNSConfiguration
     public let ledger: DeliveryLedger
     public let feedback: FeedbackStore
     private let group: any EventLoopGroup
-    private let logger: Logger
+    let logger: Logger
     private let channels = NIOLockedValueBox<[any Channel]>([])
     private let acceptedByGateway = AcceptedCounter()
+    /// Request streams processed by the HTTP/2 gateway, for faults that fire every N of them.
+    let http2Streams = AcceptedCounter()
 
     public init(
         configuration: MockAPNSConfiguration,
@@ -69,6 +73,9 @@ public final class MockAPNSServer: Sendable {
                     try channel.pipeline.syncOperations.addHandler(FeedbackServiceHandler(store: self.feedback, ledger: self.ledger))
                 }
             }
+            if let port = self.configuration.http2Port {
+                ports.http2 = try await self.bindHTTP2(port: port)
+            }
             if let port = self.configuration.adminPort {
                 ports.admin = try await self.bind(port: port, what: "admin endpoint", autoRead: true) { channel in
                     try channel.pipeline.syncOperations.configureHTTPServerPipeline()
@@ -93,7 +100,7 @@ public final class MockAPNSServer: Sendable {
         }
     }
 
-    private func bind(
+    func bind(
         port: Int,
         what: String,
         autoRead: Bool = false,
@@ -133,6 +140,18 @@ public final class MockAPNSServer: Sendable {
     }
 
     static func makeSSLContext(_ files: MockAPNSConfiguration.TLSFiles) throws -> NIOSSLContext {
+        var tls = try Self.makeTLSConfiguration(files)
+        // APNs requires a client certificate on the binary ports; hostnames do not apply to clients.
+        tls.certificateVerification = .noHostnameVerification
+        do {
+            return try NIOSSLContext(configuration: tls)
+        } catch {
+            throw MockAPNSError.unreadableTLSFile(what: "TLS identity (certificate and key do not match?)", path: files.privateKey, underlying: error)
+        }
+    }
+
+    /// The simulator's identity, TLS 1.2 or later, trusting the client CA; verification is the caller's.
+    static func makeTLSConfiguration(_ files: MockAPNSConfiguration.TLSFiles) throws -> TLSConfiguration {
         let chain: [NIOSSLCertificate]
         let key: NIOSSLPrivateKey
         do {
@@ -153,13 +172,7 @@ public final class MockAPNSServer: Sendable {
         }
         var tls = TLSConfiguration.makeServerConfiguration(certificateChain: chain.map { .certificate($0) }, privateKey: .privateKey(key))
         tls.minimumTLSVersion = .tlsv12
-        // APNs requires a client certificate on the binary ports; hostnames do not apply to clients.
-        tls.certificateVerification = .noHostnameVerification
         tls.trustRoots = .certificates(clientCA)
-        do {
-            return try NIOSSLContext(configuration: tls)
-        } catch {
-            throw MockAPNSError.unreadableTLSFile(what: "TLS identity (certificate and key do not match?)", path: files.privateKey, underlying: error)
-        }
+        return tls
     }
 }

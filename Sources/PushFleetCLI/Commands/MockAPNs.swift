@@ -10,11 +10,13 @@ import PushFleetCore
 struct MockAPNs: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "mock-apns",
-        abstract: "Run the APNs simulator: binary gateway, feedback service, and a ledger on an admin port.",
+        abstract: "Run the APNs simulator: binary gateway, feedback service, HTTP/2 API, and a ledger on an admin port.",
         discussion: """
-            The gateway requires a client certificate signed by --client-ca, answers the first bad \
-            notification of a connection with an error response after --error-delay-ms and closes, \
-            and discards whatever followed. GET /stats on the admin port returns the ledger as JSON; \
+            The binary gateway requires a client certificate signed by --client-ca, answers the first \
+            bad notification of a connection with an error response after --error-delay-ms and closes, \
+            and discards whatever followed. The HTTP/2 provider API (--http2-port) validates requests \
+            as APNs does; it authenticates a client certificate of --client-ca or a provider token \
+            signed by a --provider-key. GET /stats on the admin port returns the ledger as JSON; \
             POST /reset clears it. --certs DIR uses server.pem, server-key.pem and ca.pem from DIR \
             (as made by scripts/make-test-certs.sh).
             """
@@ -31,6 +33,33 @@ struct MockAPNs: AsyncParsableCommand {
 
     @Option(help: "Admin HTTP port for /stats and /reset (0 picks a free one).")
     var adminPort: Int = 8195
+
+    @Option(help: "HTTP/2 provider API port (0 picks a free one).")
+    var http2Port: Int = 2197
+
+    @Option(help: ArgumentHelp("A provider-token key the HTTP/2 API accepts (repeatable).", valueName: "KID:TEAM:PUBLIC_PEM_FILE"))
+    var providerKey: [String] = []
+
+    @Option(help: "A topic the HTTP/2 API accepts (repeatable); without any, every well-formed topic.")
+    var allowedTopic: [String] = []
+
+    @Option(help: "HTTP/2 SETTINGS_MAX_CONCURRENT_STREAMS once a request authenticated (1 before).")
+    var maxConcurrentStreams: Int = 1000
+
+    @Option(help: "HTTP/2: answer every Nth request stream (gateway-wide) 429 TooManyRequests.")
+    var tooManyRequestsEvery: Int?
+
+    @Option(help: "HTTP/2: answer every Nth request stream (gateway-wide) 500 InternalServerError.")
+    var internalServerErrorEvery: Int?
+
+    @Option(help: "HTTP/2: answer every Nth request stream (gateway-wide) 503 ServiceUnavailable.")
+    var serviceUnavailableEvery: Int?
+
+    @Option(name: .customLong("goaway-after"), help: "HTTP/2: send GOAWAY (Shutdown) after N streams on a connection, then close it.")
+    var goAwayAfter: Int?
+
+    @Option(help: "HTTP/2: milliseconds every answer waits before it is written.")
+    var answerDelayMs: Int?
 
     @Option(help: "Directory with server.pem, server-key.pem and ca.pem.")
     var certs: String?
@@ -67,6 +96,17 @@ struct MockAPNs: AsyncParsableCommand {
             throw ValidationError("Give --certs DIR, or all of --cert, --key and --client-ca.")
         }
         guard self.errorDelayMs >= 0 else { throw ValidationError("--error-delay-ms must not be negative") }
+        guard self.maxConcurrentStreams >= 1 else { throw ValidationError("--max-concurrent-streams must be at least 1") }
+        for (flag, value) in [
+            ("--too-many-requests-every", self.tooManyRequestsEvery), ("--internal-server-error-every", self.internalServerErrorEvery),
+            ("--service-unavailable-every", self.serviceUnavailableEvery), ("--goaway-after", self.goAwayAfter),
+            ("--answer-delay-ms", self.answerDelayMs),
+        ] {
+            if let value, value < (flag == "--answer-delay-ms" ? 0 : 1) { throw ValidationError("\(flag) must be positive") }
+        }
+        for key in self.providerKey where key.split(separator: ":", maxSplits: 2).count != 3 {
+            throw ValidationError("--provider-key \(key) is not KID:TEAM:PUBLIC_PEM_FILE")
+        }
     }
 
     func run() async throws {
@@ -74,7 +114,9 @@ struct MockAPNs: AsyncParsableCommand {
         let server = MockAPNSServer(configuration: configuration, group: MultiThreadedEventLoopGroup.singleton)
         let ports = try await server.start()
         // Unbuffered: scripts read this line to learn the ports while the simulator runs.
-        FileHandle.standardOutput.write(Data("mock-apns binary=\(ports.binary ?? 0) feedback=\(ports.feedback ?? 0) admin=\(ports.admin ?? 0)\n".utf8))
+        FileHandle.standardOutput.write(
+            Data("mock-apns binary=\(ports.binary ?? 0) feedback=\(ports.feedback ?? 0) admin=\(ports.admin ?? 0) http2=\(ports.http2 ?? 0)\n".utf8)
+        )
         try await Signals.waitForTermination()
         try await server.shutdown()
     }
@@ -94,7 +136,23 @@ struct MockAPNs: AsyncParsableCommand {
             invalidTokens: Set(try self.invalidTokens.map { try TokenFileReader(path: $0).readAll() } ?? []),
             unregisteredTokens: Set(try self.unregisteredTokens.map { try TokenFileReader(path: $0).readAll() } ?? []),
             errorDelay: .milliseconds(Int64(self.errorDelayMs)),
-            binaryFaults: .init(dropEvery: self.dropEvery, shutdownEvery: self.shutdownEvery, ratePerConnection: self.ratePerConnection)
+            binaryFaults: .init(dropEvery: self.dropEvery, shutdownEvery: self.shutdownEvery, ratePerConnection: self.ratePerConnection),
+            http2Port: self.http2Port,
+            http2: .init(
+                providerKeys: try self.providerKey.map { argument in
+                    let parts = argument.split(separator: ":", maxSplits: 2).map(String.init)
+                    return try .init(keyID: parts[0], teamID: parts[1], publicKeyPEMFile: parts[2])
+                },
+                allowedTopics: self.allowedTopic.isEmpty ? nil : Set(self.allowedTopic),
+                maxConcurrentStreams: self.maxConcurrentStreams
+            ),
+            http2Faults: .init(
+                tooManyRequestsEvery: self.tooManyRequestsEvery,
+                internalServerErrorEvery: self.internalServerErrorEvery,
+                serviceUnavailableEvery: self.serviceUnavailableEvery,
+                goAwayAfter: self.goAwayAfter,
+                answerDelay: self.answerDelayMs.map { .milliseconds(Int64($0)) }
+            )
         )
     }
 }

@@ -1,0 +1,191 @@
+import APNSWire
+import NIOHPACK
+import PushFleetCore
+
+/// The HTTP/2 gateway's verdict on one request, checked in this order (the first failing check
+/// answers):
+///
+/// | # | check | answer |
+/// |---|---|---|
+/// | 1 | the connection was already answered `ExpiredProviderToken` | 403 `ExpiredProviderToken` |
+/// | 2 | `:method` is not `POST` | 405 `MethodNotAllowed` |
+/// | 3 | `:path` does not start with `/3/device/` | 404 `BadPath` |
+/// | 4 | `authorization` or an `apns-*` header appears twice | 400 `DuplicateHeaders` |
+/// | 5 | no verified client certificate: the provider token (see ``ProviderTokenAuthenticator``) | 403 / 429 |
+/// | 6 | nothing after `/3/device/` | 400 `MissingDeviceToken` |
+/// | 7 | the token is not an even number of hex digits (at most 255 bytes) | 400 `BadDeviceToken` |
+/// | 8 | no `apns-topic`, or an empty one | 400 `MissingTopic` |
+/// | 9 | the topic has a character other than letters, digits, `.`, `-`, `_` | 400 `BadTopic` |
+/// | 10 | allowed topics are configured and the topic is not one of them | 400 `TopicDisallowed` |
+/// | 11 | `apns-push-type` is present and not one of Apple's ten | 400 `InvalidPushType` |
+/// | 12 | `apns-priority` is present and not 10, 5 or 1 | 400 `BadPriority` |
+/// | 13 | `apns-expiration` is present and not an integer | 400 `BadExpirationDate` |
+/// | 14 | `apns-collapse-id` is over 64 bytes | 400 `BadCollapseId` |
+/// | 15 | `apns-id` is present and not a canonical 8-4-4-4-12 UUID | 400 `BadMessageId` |
+/// | 16 | empty body | 400 `PayloadEmpty` |
+/// | 17 | body over 4096 bytes (5120 for `apns-push-type: voip`) | 413 `PayloadTooLarge` |
+/// | 18 | the token is one of the configured invalid tokens | 400 `BadDeviceToken` |
+/// | 19 | the token is one of the configured unregistered tokens | 410 `Unregistered` + `timestamp` |
+///
+/// Whatever goes wrong with the request line comes first, authentication next (APNs learns the
+/// team before it reads the notification), then the notification's own headers and body, and the
+/// device token's state last, because only a well-formed notification reaches a device's record.
+struct HTTP2RequestValidator {
+    enum Verdict: Equatable {
+        case accepted(fingerprint: UInt64)
+        case rejected(status: Int, reason: HTTP2Reason, timestamp: Int64?)
+    }
+
+    /// The largest body any push type may carry, in bytes.
+    static let largestPayload = 5120
+    static let payloadLimit = 4096
+    static let pushTypes: Set<String> = [
+        "alert", "background", "location", "voip", "complication", "fileprovider", "mdm", "liveactivity", "pushtotalk", "widgets",
+    ]
+    private static let devicePathPrefix = "/3/device/"
+
+    private let invalidTokens: Set<DeviceToken>
+    private let unregisteredTokens: Set<DeviceToken>
+    private let allowedTopics: Set<String>?
+    private var authenticator: ProviderTokenAuthenticator
+
+    init(configuration: MockAPNSConfiguration, keys: [String: MockAPNSConfiguration.ProviderKey]) {
+        self.invalidTokens = configuration.invalidTokens
+        self.unregisteredTokens = configuration.unregisteredTokens
+        self.allowedTopics = configuration.http2.allowedTopics
+        self.authenticator = ProviderTokenAuthenticator(keys: keys)
+    }
+
+    /// The headers of one request that matter, read in one pass.
+    struct Request {
+        var method: String? = nil
+        var path: String? = nil
+        var authorization: String? = nil
+        var topic: String? = nil
+        var pushType: String? = nil
+        var priority: String? = nil
+        var expiration: String? = nil
+        var collapseID: String? = nil
+        var apnsID: String? = nil
+        var hasDuplicates = false
+
+        init(headers: HPACKHeaders) {
+            for (name, value, _) in headers {
+                switch name {
+                case ":method": self.method = value
+                case ":path": self.path = value
+                case "authorization": Self.set(&self.authorization, value, &self.hasDuplicates)
+                case "apns-topic": Self.set(&self.topic, value, &self.hasDuplicates)
+                case "apns-push-type": Self.set(&self.pushType, value, &self.hasDuplicates)
+                case "apns-priority": Self.set(&self.priority, value, &self.hasDuplicates)
+                case "apns-expiration": Self.set(&self.expiration, value, &self.hasDuplicates)
+                case "apns-collapse-id": Self.set(&self.collapseID, value, &self.hasDuplicates)
+                case "apns-id": Self.set(&self.apnsID, value, &self.hasDuplicates)
+                default: self.hasDuplicates = self.hasDuplicates || (name.hasPrefix("apns-") && headers[name].count > 1)
+                }
+            }
+        }
+
+        private static func set(_ field: inout String?, _ value: String, _ duplicates: inout Bool) {
+            if field != nil { duplicates = true }
+            field = value
+        }
+
+        /// The request's `apns-id` if it is canonical; the answer echoes it.
+        var validAPNSID: String? {
+            guard let apnsID = self.apnsID, HTTP2RequestValidator.isCanonicalUUID(apnsID) else { return nil }
+            return apnsID
+        }
+    }
+
+    /// Whether a request on this connection was answered `ExpiredProviderToken`.
+    var isWedged: Bool { self.authenticator.isWedged }
+
+    /// Judges one complete request.
+    /// - Parameters:
+    ///   - certificateVerified: the connection presented a client certificate of the configured CA.
+    ///   - authenticated: set to `true` if the request passed authentication.
+    mutating func validate(_ request: Request, bodyBytes: Int, certificateVerified: Bool, now: Int64, authenticated: inout Bool) -> Verdict {
+        if self.authenticator.isWedged { return .rejected(status: 403, reason: .expiredProviderToken, timestamp: nil) }
+        guard request.method == "POST" else { return .rejected(status: 405, reason: .methodNotAllowed, timestamp: nil) }
+        guard let path = request.path, path.hasPrefix(Self.devicePathPrefix) else {
+            return .rejected(status: 404, reason: .badPath, timestamp: nil)
+        }
+        guard !request.hasDuplicates else { return .rejected(status: 400, reason: .duplicateHeaders, timestamp: nil) }
+        if !certificateVerified {
+            switch self.authenticator.authenticate(authorization: request.authorization, now: now) {
+            case .accepted: break
+            case .rejected(let reason):
+                let status = reason == .tooManyProviderTokenUpdates ? 429 : 403
+                return .rejected(status: status, reason: reason, timestamp: nil)
+            }
+        }
+        authenticated = true
+
+        let tokenText = path.utf8.dropFirst(Self.devicePathPrefix.utf8.count)
+        guard !tokenText.isEmpty else { return .rejected(status: 400, reason: .missingDeviceToken, timestamp: nil) }
+        guard tokenText.allSatisfy(Self.isHexDigit), let token = try? DeviceToken(hexUTF8: tokenText) else {
+            return .rejected(status: 400, reason: .badDeviceToken, timestamp: nil)
+        }
+        guard let topic = request.topic, !topic.isEmpty else { return .rejected(status: 400, reason: .missingTopic, timestamp: nil) }
+        guard topic.utf8.allSatisfy(Self.isTopicCharacter) else { return .rejected(status: 400, reason: .badTopic, timestamp: nil) }
+        if let allowed = self.allowedTopics, !allowed.contains(topic) {
+            return .rejected(status: 400, reason: .topicDisallowed, timestamp: nil)
+        }
+        if let pushType = request.pushType, !Self.pushTypes.contains(pushType) {
+            return .rejected(status: 400, reason: .invalidPushType, timestamp: nil)
+        }
+        if let priority = request.priority, priority != "10", priority != "5", priority != "1" {
+            return .rejected(status: 400, reason: .badPriority, timestamp: nil)
+        }
+        if let expiration = request.expiration, Int64(expiration) == nil {
+            return .rejected(status: 400, reason: .badExpirationDate, timestamp: nil)
+        }
+        if let collapseID = request.collapseID, collapseID.utf8.count > 64 {
+            return .rejected(status: 400, reason: .badCollapseId, timestamp: nil)
+        }
+        if request.apnsID != nil, request.validAPNSID == nil {
+            return .rejected(status: 400, reason: .badMessageId, timestamp: nil)
+        }
+        guard bodyBytes > 0 else { return .rejected(status: 400, reason: .payloadEmpty, timestamp: nil) }
+        guard bodyBytes <= (request.pushType == "voip" ? Self.largestPayload : Self.payloadLimit) else {
+            return .rejected(status: 413, reason: .payloadTooLarge, timestamp: nil)
+        }
+        if !self.invalidTokens.isEmpty, self.invalidTokens.contains(token) {
+            return .rejected(status: 400, reason: .badDeviceToken, timestamp: nil)
+        }
+        if !self.unregisteredTokens.isEmpty, self.unregisteredTokens.contains(token) {
+            return .rejected(status: 410, reason: .unregistered, timestamp: now)
+        }
+        return .accepted(fingerprint: token.fingerprint)
+    }
+
+    // MARK: - Characters
+
+    private static func isHexDigit(_ byte: UInt8) -> Bool {
+        switch byte {
+        case UInt8(ascii: "0")...UInt8(ascii: "9"), UInt8(ascii: "a")...UInt8(ascii: "f"), UInt8(ascii: "A")...UInt8(ascii: "F"): true
+        default: false
+        }
+    }
+
+    private static func isTopicCharacter(_ byte: UInt8) -> Bool {
+        switch byte {
+        case UInt8(ascii: "0")...UInt8(ascii: "9"), UInt8(ascii: "a")...UInt8(ascii: "z"), UInt8(ascii: "A")...UInt8(ascii: "Z"),
+            UInt8(ascii: "."), UInt8(ascii: "-"), UInt8(ascii: "_"):
+            true
+        default: false
+        }
+    }
+
+    /// `xxxxxxxx-xxxx-xxxx-xxxx-xxxxxxxxxxxx`, hex digits in either case.
+    static func isCanonicalUUID(_ text: String) -> Bool {
+        var count = 0
+        for byte in text.utf8 {
+            let isDash = count == 8 || count == 13 || count == 18 || count == 23
+            guard isDash ? byte == UInt8(ascii: "-") : Self.isHexDigit(byte) else { return false }
+            count += 1
+        }
+        return count == 36
+    }
+}

@@ -1,0 +1,103 @@
+public import Crypto
+public import NIOCore
+import Foundation
+
+extension MockAPNSConfiguration {
+    /// A provider-token signing key the HTTP/2 gateway knows: tokens naming `keyID` must be signed
+    /// by it and issued by `teamID`.
+    public struct ProviderKey: Sendable {
+        /// The key id (`kid`), 10 characters at Apple.
+        public var keyID: String
+        /// The team the key belongs to (`iss`).
+        public var teamID: String
+        /// The public half of the `.p8` key.
+        public var publicKey: P256.Signing.PublicKey
+
+        public init(keyID: String, teamID: String, publicKey: P256.Signing.PublicKey) {
+            self.keyID = keyID
+            self.teamID = teamID
+            self.publicKey = publicKey
+        }
+
+        /// Reads the public key from a PEM file (`-----BEGIN PUBLIC KEY-----`).
+        /// - Throws: ``MockAPNSError`` naming the file.
+        public init(keyID: String, teamID: String, publicKeyPEMFile path: String) throws {
+            let publicKey: P256.Signing.PublicKey
+            do {
+                publicKey = try P256.Signing.PublicKey(pemRepresentation: try String(contentsOfFile: path, encoding: .utf8))
+            } catch {
+                throw MockAPNSError.unreadableKeyFile(path: path, underlying: error)
+            }
+            self.init(keyID: keyID, teamID: teamID, publicKey: publicKey)
+        }
+    }
+
+    /// How the HTTP/2 gateway authenticates and validates, beyond the token sets it shares with the
+    /// binary gateway (``MockAPNSConfiguration/invalidTokens`` are answered 400 `BadDeviceToken`,
+    /// ``MockAPNSConfiguration/unregisteredTokens`` 410 `Unregistered`).
+    public struct HTTP2Options: Sendable {
+        /// Keys whose provider tokens are accepted. Defaults to none: only client certificates
+        /// authenticate.
+        public var providerKeys: [ProviderKey]
+        /// Topics (`apns-topic`, compared exactly) that may be pushed to; others get 400
+        /// `TopicDisallowed`. `nil` (the default) allows any well-formed topic.
+        public var allowedTopics: Set<String>?
+        /// SETTINGS_MAX_CONCURRENT_STREAMS once a request on the connection authenticated; before
+        /// that it is 1, as at APNs. Defaults to 1000.
+        public var maxConcurrentStreams: Int
+        /// The wall clock in milliseconds since 1970, for provider-token ages, the 20-minute token
+        /// update rule and 410 timestamps. Defaults to the system clock; tests move it.
+        public var now: @Sendable () -> Int64
+
+        public init(
+            providerKeys: [ProviderKey] = [],
+            allowedTopics: Set<String>? = nil,
+            maxConcurrentStreams: Int = 1000,
+            now: (@Sendable () -> Int64)? = nil
+        ) {
+            self.providerKeys = providerKeys
+            self.allowedTopics = allowedTopics
+            self.maxConcurrentStreams = maxConcurrentStreams
+            self.now = now ?? { Int64(Date().timeIntervalSince1970 * 1000) }
+        }
+    }
+
+    /// Faults the HTTP/2 gateway injects on purpose. Request streams are numbered from 1 across the
+    /// whole gateway (every stream it processes, whatever its verdict), so a test knows exactly which
+    /// streams are hit. A faulted stream is answered instead of validated and never enters the ledger.
+    /// If two faults fall on the same stream, 503 wins over 500, and 500 over 429.
+    public struct HTTP2Faults: Sendable, Hashable {
+        /// Answer every this many streams 429 `TooManyRequests`. `nil` (the default) never does.
+        public var tooManyRequestsEvery: Int?
+        /// Answer every this many streams 500 `InternalServerError`. `nil` (the default) never does.
+        public var internalServerErrorEvery: Int?
+        /// Answer every this many streams 503 `ServiceUnavailable`. `nil` (the default) never does.
+        public var serviceUnavailableEvery: Int?
+        /// Process this many streams on one connection, answer them, then send `GOAWAY` (NO_ERROR,
+        /// last stream id = the last stream processed, debug data `{"reason":"Shutdown"}`) and
+        /// close. Streams above the last id are neither processed nor recorded. `nil` (the default)
+        /// never does.
+        public var goAwayAfter: Int?
+        /// How long every answer waits before it is written. `nil` (the default) answers at once.
+        public var answerDelay: TimeAmount?
+
+        public init(
+            tooManyRequestsEvery: Int? = nil,
+            internalServerErrorEvery: Int? = nil,
+            serviceUnavailableEvery: Int? = nil,
+            goAwayAfter: Int? = nil,
+            answerDelay: TimeAmount? = nil
+        ) {
+            self.tooManyRequestsEvery = tooManyRequestsEvery
+            self.internalServerErrorEvery = internalServerErrorEvery
+            self.serviceUnavailableEvery = serviceUnavailableEvery
+            self.goAwayAfter = goAwayAfter
+            self.answerDelay = answerDelay
+        }
+
+        /// Whether any fault counted gateway-wide is set.
+        var countsGatewayStreams: Bool {
+            self.tooManyRequestsEvery != nil || self.internalServerErrorEvery != nil || self.serviceUnavailableEvery != nil
+        }
+    }
+}

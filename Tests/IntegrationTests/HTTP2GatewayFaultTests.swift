@@ -1,0 +1,81 @@
+import APNSMockServer
+import NIOCore
+import NIOHTTP2
+import PushFleetCore
+import PushFleetTestSupport
+import Testing
+
+/// Faults the simulator's HTTP/2 API injects, counted exactly.
+@Suite struct HTTP2GatewayFaultTests {
+    typealias Fixture = HTTP2GatewayFixture
+
+    @Test(arguments: [
+        (MockAPNSConfiguration.HTTP2Faults(tooManyRequestsEvery: 3), 3, 429, "TooManyRequests"),
+        (MockAPNSConfiguration.HTTP2Faults(internalServerErrorEvery: 4), 4, 500, "InternalServerError"),
+        (MockAPNSConfiguration.HTTP2Faults(serviceUnavailableEvery: 5), 5, 503, "ServiceUnavailable"),
+    ])
+    func answersEveryNthStreamWithTheFault(faults: MockAPNSConfiguration.HTTP2Faults, every: Int, status: Int, reason: String) async throws {
+        let fixture = try await Fixture.start(faults: faults)
+        defer { Task { await fixture.stop() } }
+        // Two connections: the count is the gateway's, not the connection's.
+        let first = try await fixture.certificateClient()
+        let second = try await fixture.certificateClient()
+        defer { Task { await first.close(); await second.close() } }
+        var faulted: [Int] = []
+        for index in 1...12 {
+            let client = index.isMultiple(of: 2) ? second : first
+            let response = try await client.send(headers: Fixture.headers(token: TestTokens.token(index), authorization: nil), body: Fixture.body)
+            if response.status == status {
+                #expect(response.reason == reason)
+                faulted.append(index)
+            } else {
+                #expect(response.status == 200)
+            }
+        }
+        let expected = Array(stride(from: every, through: 12, by: every))
+        #expect(faulted == expected)
+        #expect(fixture.ledger.snapshot().accepted == 12 - expected.count)
+        #expect(fixture.ledger.snapshot().rejected == [reason: expected.count])
+        for index in expected { #expect(fixture.ledger.deliveries(of: TestTokens.token(index)) == 0) }
+    }
+
+    @Test func goAwayAfterNStreamsNamesTheLastProcessedAndClosesAfterAnswering() async throws {
+        let fixture = try await Fixture.start(faults: .init(goAwayAfter: 3))
+        defer { Task { await fixture.stop() } }
+        let client = try await fixture.certificateClient()
+        defer { Task { await client.close() } }
+        #expect(try await client.send(headers: Fixture.headers(token: TestTokens.token(1), authorization: nil), body: Fixture.body).status == 200)
+        var streams: [RawHTTP2Client.Stream] = []
+        for index in 2...5 {
+            streams.append(try await client.open(headers: Fixture.headers(token: TestTokens.token(index), authorization: nil)))
+        }
+        for stream in streams { stream.finish(body: Fixture.body) }
+        var responses: [RawHTTP2Client.Response] = []
+        for stream in streams { responses.append(try await stream.response()) }
+        try await client.closeFuture.get()
+
+        #expect(responses.map(\.streamID) == [3, 5, 7, 9])
+        #expect(responses.map(\.status) == [200, 200, nil, nil])
+        let goAway = try #require(client.goAway)
+        #expect(goAway.lastStreamID == 5)
+        #expect(goAway.errorCode == 0)  // NO_ERROR
+        #expect(goAway.debugData == "{\"reason\":\"Shutdown\"}")
+        let snapshot = fixture.ledger.snapshot()
+        #expect(snapshot.accepted == 3)
+        #expect(fixture.ledger.deliveries(of: TestTokens.token(4)) == 0)
+        #expect(fixture.ledger.deliveries(of: TestTokens.token(5)) == 0)
+        #expect(snapshot.closes == ["goaway": 1])
+    }
+
+    @Test func delayedAnswersStillArriveAndCount() async throws {
+        let fixture = try await Fixture.start(faults: .init(answerDelay: .milliseconds(100)))
+        defer { Task { await fixture.stop() } }
+        let client = try await fixture.certificateClient()
+        defer { Task { await client.close() } }
+        let accepted = try await client.send(headers: Fixture.headers(token: TestTokens.token(1), authorization: nil), body: Fixture.body)
+        let rejected = try await client.send(headers: Fixture.headers(token: TestTokens.token(2), authorization: nil), body: nil)
+        #expect(accepted.status == 200)
+        #expect(rejected.reason == "PayloadEmpty")
+        #expect(fixture.ledger.snapshot().accepted == 1)
+    }
+}
