@@ -47,9 +47,10 @@ extension CampaignScripts {
     /// O(rejections): one HINCRBY and one XADD per rejection.
     ///
     /// Idempotent per holder and sequence number: a worker that saw no answer sends the same
-    /// checkpoint again with the same sequence; if the first one was applied, the repeat only
-    /// renews the lease. Only the holder's latest sequence is remembered, which is enough because a
-    /// worker repeats a checkpoint until it is answered before it sends the next.
+    /// checkpoint again with the same sequence; if it was applied already, the repeat only renews
+    /// the lease. Only the holder's highest applied sequence is kept, and a checkpoint numbered at or
+    /// below it is never applied, so a late copy of an old call (delivered after a newer one) cannot
+    /// count twice either.
     ///
     /// KEYS: 1 owner, 2 cursor, 3 leases, 4 stats, 5 events, 6 meta, 7 checkpoint sequences.
     /// ARGV: 1 shard, 2 worker|fence, 3 cursor, 4 accepted, 5 resent, 6 retried, 7 lease_ms, 8 sequence,
@@ -58,9 +59,13 @@ extension CampaignScripts {
     static let checkpoint = RedisScript(
         """
         if redis.call('HGET', KEYS[1], ARGV[1]) ~= ARGV[2] then return 0 end
-        local mark = ARGV[2] .. '#' .. ARGV[8]
-        if redis.call('HGET', KEYS[7], ARGV[1]) ~= mark then
-          redis.call('HSET', KEYS[7], ARGV[1], mark)
+        local prefix = ARGV[2] .. '#'
+        local seq = tonumber(ARGV[8])
+        local last = redis.call('HGET', KEYS[7], ARGV[1])
+        local applied = 0
+        if last and string.sub(last, 1, #prefix) == prefix then applied = tonumber(string.sub(last, #prefix + 1)) end
+        if seq > applied then
+          redis.call('HSET', KEYS[7], ARGV[1], prefix .. ARGV[8])
           local cursor = tonumber(ARGV[3])
           if cursor > tonumber(redis.call('HGET', KEYS[2], ARGV[1]) or '0') then
             redis.call('HSET', KEYS[2], ARGV[1], cursor)

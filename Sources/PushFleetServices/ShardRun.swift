@@ -22,11 +22,15 @@ struct ShardRun {
     private var settled: [Bool] = []
     private var lowWater = 0
     private var fedUpTo = 0
+    /// Tokens up to here may have been written (the feeder says so before `send`).
+    private var handedUpTo = 0
     private var feedEnded = false
     private var accepted = 0
     private var rejections: [Rejection] = []
     /// A checkpoint sent without an answer; it is sent again, unchanged, before anything new.
     private var unanswered: CheckpointDelta? = nil
+    /// The channel's repeats taken into ``unanswered``; given back to the slot if it is never confirmed.
+    private var unansweredRepeats = (resent: 0, retried: 0)
     private var sequence = 0
     private var lastCheckpoint = ContinuousClock.now
     /// When the last checkpoint that Redis confirmed was sent: the lease runs from there.
@@ -47,6 +51,7 @@ struct ShardRun {
         self.onFeedEnded = onFeedEnded
         self.lowWater = lease.cursor
         self.fedUpTo = lease.cursor
+        self.handedUpTo = lease.cursor
         self.settled = Array(repeating: false, count: max(0, lease.tokenCount - lease.cursor))
     }
 
@@ -79,12 +84,15 @@ struct ShardRun {
                         if self.settle(tag: tag) { self.rejections.append(rejection) }
                     }
                 }
+            case .handing(let upTo):
+                self.handedUpTo = max(self.handedUpTo, upTo)
             case .fed(let upTo):
                 self.fedUpTo = upTo
             case .feedEnded:
                 self.feedEnded = true
             case .leaseLost:
                 self.logger.warning("lease lost on read; dropping the shard", metadata: self.metadata)
+                self.giveBackRepeats()
                 return .leaseLost
             case .channelReset:
                 self.reset = true
@@ -100,20 +108,23 @@ struct ShardRun {
             let drained = self.stopping != nil && self.feedEnded && self.lowWater == self.fedUpTo
             let outOfTime = self.reset || (self.stopping.map { ContinuousClock.now - $0 >= self.configuration.drainTimeout } ?? false)
             guard due || finished || drained || outOfTime else { continue }
-            if outOfTime {
-                // Outcomes of [lowWater, fedUpTo) never came: stop writing before anyone else can
+            let givingUp = outOfTime && !drained
+            if givingUp {
+                // Outcomes of [lowWater, handedUpTo) never came: stop writing before anyone else can
                 // claim the shard, count those as re-sends, then release.
                 self.slot.halt()
             }
-            switch await self.checkpoint(extraResent: outOfTime && !drained ? self.fedUpTo - self.lowWater : 0) {
+            switch await self.checkpoint(extraResent: givingUp ? max(0, self.handedUpTo - self.lowWater) : 0, final: finished || drained || givingUp) {
             case .leaseLost:
                 self.logger.warning("lease lost at checkpoint; dropping the shard", metadata: self.metadata)
+                self.giveBackRepeats()
                 return .leaseLost
             case .failed:
                 // Redis did not answer. Past the lease by our own clock, another worker may own
                 // the shard already: stop, and leave the shard to the lease's expiry.
-                if outOfTime || ContinuousClock.now - self.lastConfirmedCheckpoint >= .milliseconds(self.configuration.leaseMilliseconds) {
+                if givingUp || ContinuousClock.now - self.lastConfirmedCheckpoint >= .milliseconds(self.configuration.leaseMilliseconds) {
                     self.logger.warning("no checkpoint for a whole lease; dropping the shard", metadata: self.metadata)
+                    self.giveBackRepeats()
                     return .abandoned
                 }
                 continue
@@ -127,7 +138,7 @@ struct ShardRun {
                 }
                 return .completed
             }
-            if drained || outOfTime {
+            if drained || givingUp {
                 _ = try? await self.worker.queue.release(self.lease, cursor: self.lowWater, countAttempt: false)
                 return drained ? .released : .abandoned
             }
@@ -156,12 +167,13 @@ struct ShardRun {
 
     /// Saves every outcome collected so far. A checkpoint Redis did not answer is sent again,
     /// unchanged (same sequence number, applied once), before the outcomes that came after it.
-    private mutating func checkpoint(extraResent: Int = 0) async -> CheckpointOutcome {
+    private mutating func checkpoint(extraResent: Int = 0, final: Bool = false) async -> CheckpointOutcome {
         var extraResent = extraResent
         var status = CampaignQueueStatus.running
         repeat {
             if self.unanswered == nil {
-                let repeats = await self.slot.takeRepeats()
+                let repeats = await self.slot.takeRepeats(fresh: final)
+                self.unansweredRepeats = repeats
                 self.sequence += 1
                 self.unanswered = CheckpointDelta(
                     sequence: self.sequence, cursor: self.lowWater, accepted: self.accepted, rejections: self.rejections,
@@ -192,6 +204,13 @@ struct ShardRun {
             // Outcomes may have been held back behind an unanswered checkpoint, or a cursor moved.
         } while self.accepted + self.rejections.count + extraResent > 0 || self.unanswered != nil
         return .ok(status)
+    }
+
+    /// Gives the channel's repeats of a checkpoint that was never confirmed back to the slot.
+    private mutating func giveBackRepeats() {
+        guard self.unanswered != nil else { return }
+        self.slot.returnRepeats(self.unansweredRepeats)
+        self.unanswered = nil
     }
 
     /// Lets the channel write until the lease, renewed at `instant`, may have run out by our clock,
@@ -226,6 +245,7 @@ struct ShardRun {
                         return
                     }
                     if tokens.isEmpty { return }
+                    continuation.yield(.handing(upTo: next + tokens.count))
                     try await channel.send(tokens, firstTag: run | UInt64(next), template: template)
                     next += tokens.count
                     continuation.yield(.fed(upTo: next))

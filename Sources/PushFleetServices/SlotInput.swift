@@ -2,7 +2,10 @@
 /// tick, and the slot giving its channel up.
 enum SlotInput: Sendable {
     case outcomes(ArraySlice<DeliveryOutcome>)
-    /// The feeder handed tokens up to (not including) `index` to the channel.
+    /// The feeder is about to hand tokens up to (not including) `upTo` to the channel; some may be
+    /// written before `send` returns.
+    case handing(upTo: Int)
+    /// The feeder handed tokens up to (not including) `upTo` to the channel.
     case fed(upTo: Int)
     /// The feeder stopped: the shard is fully fed, or it was told to stop.
     case feedEnded

@@ -105,6 +105,8 @@ public final class WorkerService: Sendable {
                                 onFeedEnded: { sink.yield(.feedEnded(run: run)) }
                             )
                             let ending = await shard.execute(inputs: inputs, continuation: continuation)
+                            // A shard given up on stops the channel before its deadline is lifted.
+                            if ending == .leaseLost || ending == .abandoned { context.halt() }
                             context.unregister(run)
                             sink.yield(.ended(run: run, ending))
                         }
@@ -122,7 +124,7 @@ public final class WorkerService: Sendable {
                 case .ended(let run, let ending):
                     active -= 1
                     if feeding == run { feeding = nil }
-                    if (ending == .leaseLost || ending == .abandoned) && !resetting {
+                    if (ending == .leaseLost || ending == .abandoned || context.isHalted) && !resetting {
                         // Stop sending that shard at once; the slot's other shards are released.
                         resetting = true
                         context.halt()

@@ -8,8 +8,13 @@ import NIOSSL
 import PushFleetCore
 import PushFleetTestSupport
 
-/// A simulator on free loopback ports with the test PKI, and clients that trust it.
+/// A simulator on free loopback ports (binary gateway, feedback, admin and HTTP/2) with the test
+/// PKI and the test provider key, and clients that trust it.
 struct BinaryFixture {
+    /// The provider key the simulator knows: `TestCertificates.authKey`, under these ids.
+    static let keyID = "PFTESTKEY1"
+    static let teamID = "PFTESTTEAM"
+
     let server: MockAPNSServer
     let ports: MockAPNSServer.BoundPorts
     let certificates: TestCertificates
@@ -21,7 +26,9 @@ struct BinaryFixture {
         invalidTokens: Set<DeviceToken> = [],
         unregisteredTokens: Set<DeviceToken> = [],
         errorDelay: TimeAmount = .milliseconds(50),
-        faults: MockAPNSConfiguration.BinaryFaults = .init()
+        faults: MockAPNSConfiguration.BinaryFaults = .init(),
+        http2Faults: MockAPNSConfiguration.HTTP2Faults = .init(),
+        maxConcurrentStreams: Int = 1000
     ) async throws -> BinaryFixture {
         let certificates = try TestCertificates.shared()
         let configuration = MockAPNSConfiguration(
@@ -32,7 +39,13 @@ struct BinaryFixture {
             invalidTokens: invalidTokens,
             unregisteredTokens: unregisteredTokens,
             errorDelay: errorDelay,
-            binaryFaults: faults
+            binaryFaults: faults,
+            http2Port: 0,
+            http2: .init(
+                providerKeys: [try .init(keyID: Self.keyID, teamID: Self.teamID, publicKeyPEMFile: certificates.authKeyPublic)],
+                maxConcurrentStreams: maxConcurrentStreams
+            ),
+            http2Faults: http2Faults
         )
         let server = MockAPNSServer(configuration: configuration, group: MultiThreadedEventLoopGroup.singleton, logger: quietLogger)
         let ports = try await server.start()

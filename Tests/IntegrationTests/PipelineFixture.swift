@@ -23,13 +23,16 @@ struct PipelineFixture {
     /// `unregisteredEvery` reported by the feedback service.
     static func start(
         count: Int, invalidEvery: Int? = 100, unregisteredEvery: Int? = 100,
-        faults: MockAPNSConfiguration.BinaryFaults = .init()
+        faults: MockAPNSConfiguration.BinaryFaults = .init(), http2Faults: MockAPNSConfiguration.HTTP2Faults = .init(),
+        maxConcurrentStreams: Int = 1000
     ) async throws -> PipelineFixture {
         let seed = UInt64.random(in: 1...UInt64.max)
         let tokens = TestTokens.tokens(count, seed: seed)
         let invalid = invalidEvery.map { k in Set(stride(from: k / 2, to: count, by: k).map { tokens[$0] }) } ?? []
         let unregistered = unregisteredEvery.map { k in Set(stride(from: k / 4, to: count, by: k).map { tokens[$0] }) } ?? []
-        let mock = try await BinaryFixture.start(invalidTokens: invalid, unregisteredTokens: unregistered, faults: faults)
+        let mock = try await BinaryFixture.start(invalidTokens: invalid, unregisteredTokens: unregistered, faults: faults, http2Faults: http2Faults,
+            maxConcurrentStreams: maxConcurrentStreams
+        )
         let file = NSTemporaryDirectory() + "pushfleet-audience-\(seed).txt"
         try tokens.map(\.hexString).joined(separator: "\n").write(toFile: file, atomically: true, encoding: .utf8)
         return PipelineFixture(
@@ -52,9 +55,9 @@ struct PipelineFixture {
     }
 
     /// Runs `pushfleet launch` and returns the campaign id.
-    func launch(_ extra: [String] = []) async throws -> UUID {
+    func launch(_ extra: [String] = [], protocol: String = "binary") async throws -> UUID {
         let result = try await PushFleetProcess.run(
-            ["launch", "--topic", self.topic, "--protocol", "binary", "--tokens", self.tokenFile,
+            ["launch", "--topic", self.topic, "--protocol", `protocol`, "--tokens", self.tokenFile,
              "--payload", #"{"aps":{"alert":"叮咚 Ding dong","sound":"default"}}"#] + extra + self.stateArguments
         )
         try #require(result.status == 0, "launch failed: \(result.error)")
@@ -67,6 +70,25 @@ struct PipelineFixture {
             ["worker", "--topic", self.topic, "--protocol", "binary", "--endpoint", "127.0.0.1:\((gateway ?? self.mock).binaryPort)",
              "--connections", "\(connections)",
              "--shards-per-connection", "\(shardsPerConnection)", "--lease-ms", "\(leaseMilliseconds)"] + self.tlsArguments + self.stateArguments
+        )
+    }
+
+    enum HTTP2Authentication { case providerToken, certificate }
+
+    /// Starts an HTTP/2 worker against the fixture's simulator.
+    func startHTTP2Worker(_ authentication: HTTP2Authentication, connections: Int = 2) throws -> PushFleetProcess {
+        let certificates = self.mock.certificates
+        let credentials: [String]
+        switch authentication {
+        case .providerToken:
+            credentials = ["--ca", certificates.caCertificate, "--auth-key", certificates.authKey,
+                           "--key-id", BinaryFixture.keyID, "--team-id", BinaryFixture.teamID]
+        case .certificate:
+            credentials = self.tlsArguments
+        }
+        return try PushFleetProcess(
+            ["worker", "--topic", self.topic, "--endpoint", "127.0.0.1:\(self.mock.ports.http2!)", "--connections", "\(connections)",
+             "--connection-spacing-s", "0.2", "--lease-ms", "3000"] + credentials + self.stateArguments
         )
     }
 
@@ -99,20 +121,28 @@ struct PipelineFixture {
         }
     }
 
-    func waitForCompletion(_ id: UUID) async throws -> [String: Any] {
-        try await self.waitForStatus(id) { $0["state"] as? String == "completed" }
+    func waitForCompletion(_ id: UUID, limit: Duration = .seconds(600)) async throws -> [String: Any] {
+        try await self.waitForStatus(id, limit: limit) { $0["state"] as? String == "completed" }
     }
 
     /// Checks the ledger and the final status: every valid token delivered, none of the invalid ones,
     /// at most `duplicatesAllowed` duplicates, and the counts reconcile.
-    func expectReconciled(_ status: [String: Any], duplicatesAllowed: Int) {
-        let valid = self.tokens.count - self.invalid.count
+    ///
+    /// Over HTTP/2 invalid tokens are answered `BadDeviceToken` and unregistered ones `410
+    /// Unregistered` (never delivered); over the binary protocol unregistered tokens are accepted
+    /// and reported later by the feedback service.
+    func expectReconciled(_ status: [String: Any], duplicatesAllowed: Int, http2: Bool = false) {
+        let undeliverable = http2 ? self.invalid.union(self.unregistered) : self.invalid
+        let valid = self.tokens.count - undeliverable.count
+        var rejected: [String: Int] = [:]
+        if !self.invalid.isEmpty { rejected[http2 ? "BadDeviceToken" : "InvalidToken"] = self.invalid.count }
+        if http2 && !self.unregistered.isEmpty { rejected["Unregistered"] = self.unregistered.count }
         #expect(status["total"] as? Int == self.tokens.count)
         #expect(status["accepted"] as? Int == valid)
-        #expect(status["rejected"] as? [String: Int] == (self.invalid.isEmpty ? [:] : ["InvalidToken": self.invalid.count]))
+        #expect(status["rejected"] as? [String: Int] == rejected)
         #expect(status["pending"] as? Int == 0)
-        let lost = self.tokens.count { !self.invalid.contains($0) && self.mock.ledger.deliveries(of: $0) == 0 }
-        let delivered = self.tokens.count { self.invalid.contains($0) && self.mock.ledger.deliveries(of: $0) > 0 }
+        let lost = self.tokens.count { !undeliverable.contains($0) && self.mock.ledger.deliveries(of: $0) == 0 }
+        let delivered = self.tokens.count { undeliverable.contains($0) && self.mock.ledger.deliveries(of: $0) > 0 }
         #expect(lost == 0, "valid tokens never delivered")
         #expect(delivered == 0, "invalid tokens delivered")
         let duplicates = self.mock.ledger.snapshot().duplicateDeliveries

@@ -301,13 +301,17 @@ final class HTTP2SenderCore {
     }
 
     func streamReset(_ connection: HTTP2Connection, streamID: Int32, refused: Bool) {
-        guard var pending = connection.window.answered(streamID) else { return }
+        guard let pending = connection.window.answered(streamID) else { return }
         if refused {
             // REFUSED_STREAM (also how a GOAWAY closes the streams above its last id): never processed.
             self.statistics.resentUnprocessed += 1
             self.queue.prepend(pending)
         } else {
-            self.retry(&pending, HTTP2Rejection(status: 0, reason: HTTP2Reason("StreamReset")), backoff: self.configuration.retryBackoff)
+            // Reset after it was sent: APNs may have processed it, and said nothing. Like a lost
+            // connection, it is sent again and counted as a possible duplicate, never turned into
+            // a rejection APNs did not give.
+            self.statistics.resentAfterConnectionLoss += 1
+            self.queue.prepend(pending)
         }
         if connection.window.isFinished, case .ready(_, let handler) = connection.state { handler.close() }
     }

@@ -14,6 +14,9 @@ final class SlotContext: Sendable {
         var halted = false
         var reportedResent = 0
         var reportedRetried = 0
+        /// The channel's totals as last read; refreshed in the background so that a heartbeat never
+        /// waits for a busy event loop.
+        var totals = (resent: 0, retried: 0)
     }
 
     let channel: any DeliveryChannel
@@ -23,10 +26,25 @@ final class SlotContext: Sendable {
         self.channel = channel
     }
 
-    /// Passes the channel's outcomes to their runs until the channel is shut down.
+    /// Passes the channel's outcomes to their runs until the channel is shut down, and keeps a
+    /// recent reading of its repeats.
     func startRouting() -> Task<Void, Never> {
-        Task {
+        let poller = Task {
+            while !Task.isCancelled {
+                await self.refreshRepeats()
+                try? await Task.sleep(for: .milliseconds(250))
+            }
+        }
+        return Task {
             await self.channel.forEachOutcomeBatch { batch in self.route(batch) }
+            poller.cancel()
+        }
+    }
+
+    private func refreshRepeats() async {
+        let totals = await self.channel.repeats()
+        self.state.withLock { state in
+            state.totals = (max(state.totals.resent, totals.resent), max(state.totals.retried, totals.retried))
         }
     }
 
@@ -67,6 +85,9 @@ final class SlotContext: Sendable {
         self.applyDeadline()
     }
 
+    /// Whether ``halt()`` was called: the channel writes nothing more and must be replaced.
+    var isHalted: Bool { self.state.withLock { $0.halted } }
+
     /// Stops all writing for good: the slot is giving its channel up.
     func halt() {
         self.state.withLock { $0.halted = true }
@@ -83,14 +104,24 @@ final class SlotContext: Sendable {
     }
 
     /// Repeats the channel made since the last call. Runs of a slot all belong to one campaign, so
-    /// whichever run checkpoints next reports them.
-    func takeRepeats() async -> (resent: Int, retried: Int) {
-        let total = await self.channel.repeats()
+    /// whichever run checkpoints next reports them. `fresh` reads the channel now (a run's last
+    /// checkpoint must include everything); otherwise the background reading is used.
+    func takeRepeats(fresh: Bool) async -> (resent: Int, retried: Int) {
+        if fresh { await self.refreshRepeats() }
         return self.state.withLock { state in
+            let total = state.totals
             let taken = (max(0, total.resent - state.reportedResent), max(0, total.retried - state.reportedRetried))
             state.reportedResent = max(state.reportedResent, total.resent)
             state.reportedRetried = max(state.reportedRetried, total.retried)
             return taken
+        }
+    }
+
+    /// Gives back repeats taken for a checkpoint that was never confirmed, so another run reports them.
+    func returnRepeats(_ repeats: (resent: Int, retried: Int)) {
+        self.state.withLock { state in
+            state.reportedResent -= repeats.resent
+            state.reportedRetried -= repeats.retried
         }
     }
 }

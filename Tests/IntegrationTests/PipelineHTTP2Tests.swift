@@ -1,0 +1,57 @@
+import APNSMockServer
+import Foundation
+import PushFleetCore
+import PushFleetPostgres
+import PushFleetTestSupport
+import Testing
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// The same 200,000-token campaign over HTTP/2: 1% `BadDeviceToken`, 1% `410 Unregistered`, every
+/// 100th answer of the simulator a 503, and a `GOAWAY` after every 20,000 streams of a connection.
+/// In the pipeline suite, so its coordinator never leads while another pipeline test runs.
+extension PipelineTests {
+    @Test(arguments: [PipelineFixture.HTTP2Authentication.providerToken, .certificate])
+    func http2CampaignCompletesExactlyThroughFaults(_ authentication: PipelineFixture.HTTP2Authentication) async throws {
+        // 16 streams per connection instead of APNs' 1,000: swift-nio-http2 finds a stream by a
+        // linear scan of the open ones, which costs milliseconds per frame in the debug builds the
+        // tests run; the behaviour under test does not depend on the number.
+        let fixture = try await PipelineFixture.start(
+            count: Self.count, http2Faults: .init(serviceUnavailableEvery: 100, goAwayAfter: 20_000), maxConcurrentStreams: 16
+        )
+        defer { Task { await fixture.stop() } }
+        let coordinator = try fixture.startCoordinator()
+        let workers = try (0..<2).map { _ in try fixture.startHTTP2Worker(authentication) }
+        let id = try await fixture.launch(protocol: "http2")
+        let status = try await fixture.waitForCompletion(id, limit: .seconds(1_800))
+        let resent = try #require(status["resent"] as? Int)
+        fixture.expectReconciled(status, duplicatesAllowed: resent, http2: true)
+
+        // Every 503 the simulator answered was retried, and counted once.
+        let snapshot = fixture.mock.ledger.snapshot()
+        let unavailable = snapshot.rejected["ServiceUnavailable"] ?? 0
+        #expect(unavailable > 0)
+        #expect(status["retried"] as? Int == unavailable)
+        #expect((snapshot.closes["goaway"] ?? 0) > 0, "the simulator never sent GOAWAY")
+
+        // BadDeviceToken quarantines (a wrong environment looks the same); 410 marks the token
+        // unregistered at APNs' timestamp.
+        try await fixture.withStore { store in
+            var quarantined = 0
+            for token in fixture.invalid where try await store.tokenStatus(token, topic: fixture.topic, environment: "production") == .quarantined {
+                quarantined += 1
+            }
+            #expect(quarantined == fixture.invalid.count)
+            var unregistered = 0
+            for token in fixture.unregistered where try await store.tokenStatus(token, topic: fixture.topic, environment: "production") == .unregistered {
+                unregistered += 1
+            }
+            #expect(unregistered == fixture.unregistered.count)
+        }
+        for worker in workers { worker.signal(SIGTERM) }
+        coordinator.signal(SIGTERM)
+        for worker in workers { #expect(await worker.wait() == 0) }
+        #expect(await coordinator.wait() == 0)
+    }
+}
