@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# scripts/bench.sh [--tokens N] [--workers W] [--connections C] [--protocol binary] [--error-delay-ms D]
+# scripts/bench.sh [--tokens N] [--workers W] [--connections C] [--protocol binary|http2] [--error-delay-ms D]
 #
 # The whole system on this machine, everything local: Redis, Postgres, the simulator, a
 # coordinator and W workers as separate processes; one campaign of N clean tokens (default
@@ -26,7 +26,7 @@ while (($#)); do
         *) echo "unknown option $1" >&2; exit 2 ;;
     esac
 done
-[[ "$protocol" == binary ]] || { echo "--protocol $protocol is not available yet" >&2; exit 2; }
+[[ "$protocol" == binary || "$protocol" == http2 ]] || { echo "--protocol is binary or http2" >&2; exit 2; }
 
 pf_install_missing
 tmp="$(mktemp -d /tmp/pushfleet-bench.XXXXXX)"
@@ -62,16 +62,24 @@ echo "run: $tokens tokens, $workers workers x $connections connections, $protoco
 
 head -c $((tokens * 32)) /dev/urandom | od -An -v -tx1 -w32 | tr -d ' ' >"$tmp/tokens.txt"
 
-"$bin" mock-apns --certs "$tmp/certs" --binary-port 0 --feedback-port 0 --admin-port 0 --http2-port 0 --error-delay-ms "$error_delay_ms" >"$tmp/mock.log" 2>&1 &
+"$bin" mock-apns --certs "$tmp/certs" --binary-port 0 --feedback-port 0 --admin-port 0 --http2-port 0 --error-delay-ms "$error_delay_ms" \
+    --provider-key "PFBENCHKEY:PFBENCHTEA:$tmp/certs/auth-key-public.pem" >"$tmp/mock.log" 2>&1 &
 pids+=($!)
 for _ in $(seq 100); do grep -q '^mock-apns binary=' "$tmp/mock.log" && break; sleep 0.1; done
 binary_port="$(sed -n 's/^mock-apns binary=\([0-9]*\).*/\1/p' "$tmp/mock.log")"
+http2_port="$(sed -n 's/^mock-apns .*http2=\([0-9]*\).*/\1/p' "$tmp/mock.log")"
+if [[ "$protocol" == binary ]]; then
+    sender=(--protocol binary --endpoint "127.0.0.1:$binary_port" "${tls[@]}")
+else
+    sender=(--protocol http2 --endpoint "127.0.0.1:$http2_port" --ca "$tmp/certs/ca.pem" --auth-key "$tmp/certs/auth-key.p8"
+        --key-id PFBENCHKEY --team-id PFBENCHTEA --connection-spacing-s 0.2)
+fi
 admin_port="$(sed -n 's/.* admin=\([0-9]*\).*/\1/p' "$tmp/mock.log")"
 
 # Launch alone first, so that its rate and Redis's memory are measured without the fleet.
 memory_before="$(redis_memory)"
 start="$(now)"
-id="$("$bin" launch --topic "$topic" --protocol binary --tokens "$tmp/tokens.txt" --payload '{"aps":{"alert":"Ding dong: someone is at the door","sound":"default"}}' | tail -n 1)"
+id="$("$bin" launch --topic "$topic" --protocol "$protocol" --tokens "$tmp/tokens.txt" --payload '{"aps":{"alert":"Ding dong: someone is at the door","sound":"default"}}' | tail -n 1)"
 launched="$(now)"
 memory_after="$(redis_memory)"
 
@@ -79,7 +87,7 @@ memory_after="$(redis_memory)"
 pids+=($!)
 worker_pids=()
 for i in $(seq "$workers"); do
-    "$bin" worker --topic "$topic" --protocol binary --endpoint "127.0.0.1:$binary_port" --connections "$connections" "${tls[@]}" >"$tmp/worker-$i.log" 2>&1 &
+    "$bin" worker --topic "$topic" --connections "$connections" "${sender[@]}" >"$tmp/worker-$i.log" 2>&1 &
     worker_pids+=($!)
     pids+=($!)
 done

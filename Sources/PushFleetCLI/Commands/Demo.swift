@@ -19,11 +19,15 @@ struct Demo: AsyncParsableCommand {
         abstract: "Run a campaign through the whole system against the bundled APNs simulator, then reconcile."
     )
 
+    /// The provider key the demo's simulator knows (the PKI's `auth-key.p8`), under these ids.
+    static let keyID = "PFDEMOKEY1"
+    static let teamID = "PFDEMOTEAM"
+
     @Option(help: "Tokens in the campaign.")
     var tokens: Int = 1_000_000
 
-    @Option(help: "binary (HTTP/2 comes with the next release).")
-    var `protocol`: String = "binary"
+    @Option(help: "http2 (token auth) or binary.")
+    var `protocol`: String = "http2"
 
     @Option(help: "Worker processes.")
     var workers: Int = 2
@@ -47,7 +51,7 @@ struct Demo: AsyncParsableCommand {
 
     func validate() throws {
         guard self.tokens > 0 else { throw ValidationError("--tokens must be positive") }
-        guard self.protocol == "binary" else { throw ValidationError("--protocol \(self.protocol) is not available yet; use binary") }
+        guard ["http2", "binary"].contains(self.protocol) else { throw ValidationError("--protocol is http2 or binary") }
         guard (1...16).contains(self.workers), (1...64).contains(self.connections) else { throw ValidationError("--workers is 1 to 16, --connections 1 to 64") }
         guard (0...100).contains(self.invalidPercent), (0...100).contains(self.unregisteredPercent),
             self.invalidPercent + self.unregisteredPercent <= 100
@@ -62,16 +66,18 @@ struct Demo: AsyncParsableCommand {
                 binaryPort: 0, feedbackPort: 0, adminPort: 0,
                 tls: .init(certificateChain: "\(self.certs)/server.pem", privateKey: "\(self.certs)/server-key.pem", clientCA: "\(self.certs)/ca.pem"),
                 invalidTokens: audience.invalid, unregisteredTokens: audience.unregistered,
-                errorDelay: .milliseconds(Int64(self.errorDelayMs))
+                errorDelay: .milliseconds(Int64(self.errorDelayMs)),
+                http2Port: 0,
+                http2: .init(providerKeys: [try .init(keyID: Self.keyID, teamID: Self.teamID, publicKeyPEMFile: "\(self.certs)/auth-key-public.pem")])
             ),
             group: MultiThreadedEventLoopGroup.singleton,
             logger: makeLogger("pushfleet.mock-apns", level: .warning)
         )
         let ports = try await mock.start()
         defer { Task { try? await mock.shutdown() } }
-        print("mock-apns   binary 127.0.0.1:\(ports.binary!)  feedback 127.0.0.1:\(ports.feedback!)  ledger http://127.0.0.1:\(ports.admin!)/stats")
+        print("mock-apns   http2 127.0.0.1:\(ports.http2!)  binary 127.0.0.1:\(ports.binary!)  feedback 127.0.0.1:\(ports.feedback!)  ledger http://127.0.0.1:\(ports.admin!)/stats")
         print("campaign    \(self.tokens) tokens for \(topic): \(audience.invalid.count) invalid, \(audience.unregistered.count) unregistered")
-        print("fleet       coordinator + \(self.workers) workers × \(self.connections) connections, error delay \(self.errorDelayMs) ms")
+        print("fleet       coordinator + \(self.workers) workers × \(self.connections) connections, \(self.protocol)" + (self.protocol == "binary" ? ", error delay \(self.errorDelayMs) ms" : ""))
 
         let directory = NSTemporaryDirectory() + "pushfleet-demo-\(getpid())"
         try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
@@ -84,12 +90,20 @@ struct Demo: AsyncParsableCommand {
         let fleet = ChildProcesses()
         defer { fleet.terminateAll() }
         try fleet.start(["coordinator", "--interval-ms", "250", "--feedback-endpoint", "127.0.0.1:\(ports.feedback!)", "--feedback-topic", topic, "--feedback-interval-s", "2"] + tls + stateArguments)
+        let sender: [String]
+        if self.protocol == "binary" {
+            sender = ["--protocol", "binary", "--endpoint", "127.0.0.1:\(ports.binary!)"] + tls
+        } else {
+            sender = ["--protocol", "http2", "--endpoint", "127.0.0.1:\(ports.http2!)", "--ca", "\(self.certs)/ca.pem",
+                      "--auth-key", "\(self.certs)/auth-key.p8", "--key-id", Self.keyID, "--team-id", Self.teamID,
+                      "--connection-spacing-s", "0.5"]
+        }
         for _ in 0..<self.workers {
-            try fleet.start(["worker", "--topic", topic, "--protocol", "binary", "--endpoint", "127.0.0.1:\(ports.binary!)", "--connections", "\(self.connections)"] + tls + stateArguments)
+            try fleet.start(["worker", "--topic", topic, "--connections", "\(self.connections)"] + sender + stateArguments)
         }
 
         let started = monotonicSeconds()
-        let launch = try fleet.run(["launch", "--topic", topic, "--protocol", "binary", "--tokens", tokenFile, "--payload", #"{"aps":{"alert":"叮咚 · Ding dong: someone is at the door","sound":"default"}}"#] + stateArguments)
+        let launch = try fleet.run(["launch", "--topic", topic, "--protocol", self.protocol, "--tokens", tokenFile, "--payload", #"{"aps":{"alert":"叮咚 · Ding dong: someone is at the door","sound":"default"}}"#] + stateArguments)
         guard let id = UUID(uuidString: launch.trimmingCharacters(in: .whitespacesAndNewlines).split(separator: "\n").last.map(String.init) ?? "") else {
             throw CLIError("launch printed no campaign id: \(launch)")
         }
@@ -118,7 +132,7 @@ struct Demo: AsyncParsableCommand {
             return (final, marked)
         }
         let seconds = monotonicSeconds() - started
-        let report = Reconciliation(audience: audience, record: record, ledger: mock.ledger, unregisteredMarked: unregisteredMarked, seconds: seconds)
+        let report = Reconciliation(audience: audience, record: record, ledger: mock.ledger, unregisteredMarked: unregisteredMarked, seconds: seconds, http2: self.protocol == "http2")
         print(report.text)
         if !report.isExact { throw ExitCode(1) }
     }
