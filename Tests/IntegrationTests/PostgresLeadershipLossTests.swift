@@ -7,7 +7,9 @@ import Testing
     @Test func terminatedLockConnectionCancelsTheLeader() async throws {
         let name = "pushfleet.test.\(UUID())"
         var configuration = try PostgresFixture.configuration()
-        configuration.leadershipCheckInterval = .milliseconds(500)
+        // A killed connection is noticed at once whatever the interval; a long one keeps a machine
+        // busy with other suites from declaring the lock connection mute (5 intervals) first.
+        configuration.leadershipCheckInterval = .seconds(2)
         let leader = CampaignStore(configuration: configuration, logger: PostgresFixture.logger)
         let (entered, enteredContinuation) = AsyncStream<Void>.makeStream()
         let leading = Task {
