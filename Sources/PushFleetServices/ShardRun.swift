@@ -266,6 +266,5 @@ struct ShardRun {
 final class StopFlag: Sendable {
     private let value = Atomic<Bool>(false)
     func set() { self.value.store(true, ordering: .releasing) }
-    func clear() { self.value.store(false, ordering: .releasing) }
     var isSet: Bool { self.value.load(ordering: .acquiring) }
 }
