@@ -41,10 +41,15 @@ cleanup() {
 }
 trap cleanup EXIT
 
-# PUSHFLEET_BUILD_PATH picks another build folder (e.g. .build-release, to build beside a test run).
-build_path="${PUSHFLEET_BUILD_PATH:-.build}"
-swift build -c release --product pushfleet --scratch-path "$build_path" >&2
-bin="$PWD/$build_path/release/pushfleet"
+# PUSHFLEET_BUILD_PATH picks another build folder (e.g. .build-release, to build beside a test run);
+# PUSHFLEET_BIN measures an already built pushfleet binary instead of building one.
+if [[ -n "${PUSHFLEET_BIN:-}" ]]; then
+    bin="$PUSHFLEET_BIN"
+else
+    build_path="${PUSHFLEET_BUILD_PATH:-.build}"
+    swift build -c release --product pushfleet --scratch-path "$build_path" >&2
+    bin="$PWD/$build_path/release/pushfleet"
+fi
 pf_start_redis "$tmp/redis"
 pf_start_postgres "$tmp/pg"
 bash scripts/make-test-certs.sh "$tmp/certs" >/dev/null

@@ -61,7 +61,7 @@ final class AdminHTTPHandler: ChannelInboundHandler {
         return "{\"accepted\":\(snapshot.accepted),\"distinct_tokens\":\(snapshot.distinctTokens),"
             + "\"duplicated_tokens\":\(snapshot.duplicatedTokens),\"duplicate_deliveries\":\(snapshot.duplicateDeliveries),"
             + "\"rejected\":\(object(snapshot.rejected)),\"connections\":\(object(snapshot.connections)),"
-            + "\"closes\":\(object(snapshot.closes)),\"feedback_pending\":\(feedbackPending),"
+            + "\"closes\":\(object(snapshot.closes)),\"pings\":\(snapshot.pings),\"feedback_pending\":\(feedbackPending),"
             + "\"ledger_memory_bytes\":\(snapshot.memoryBytes)}"
     }
 }

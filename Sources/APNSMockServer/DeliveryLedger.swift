@@ -18,6 +18,8 @@ public final class DeliveryLedger: Sendable {
         public var connections: [String: Int]
         /// Connections the simulator closed on purpose (error response, fault injection), by cause.
         public var closes: [String: Int]
+        /// HTTP/2 PING frames received (acknowledgements not counted).
+        public var pings: Int
         /// Approximate memory used by the per-token counts, in bytes.
         public var memoryBytes: Int
 
@@ -31,6 +33,7 @@ public final class DeliveryLedger: Sendable {
         var rejected: [String: Int] = [:]
         var connections: [String: Int] = [:]
         var closes: [String: Int] = [:]
+        var pings = 0
     }
 
     private let state = NIOLockedValueBox(State())
@@ -71,6 +74,10 @@ public final class DeliveryLedger: Sendable {
         self.state.withLockedValue { $0.closes[cause, default: 0] += 1 }
     }
 
+    func recordPing() {
+        self.state.withLockedValue { $0.pings += 1 }
+    }
+
     /// How many times `token` was accepted.
     public func deliveries(of token: DeviceToken) -> Int {
         let fingerprint = token.fingerprint
@@ -86,6 +93,7 @@ public final class DeliveryLedger: Sendable {
                 rejected: state.rejected,
                 connections: state.connections,
                 closes: state.closes,
+                pings: state.pings,
                 memoryBytes: state.counter.memoryBytes
             )
         }

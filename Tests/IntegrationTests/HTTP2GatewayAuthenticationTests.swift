@@ -81,6 +81,25 @@ import Testing
         #expect(try await self.send(second, authorization: other).status == 200)
     }
 
+    @Test func anotherKeyOfTheTeamOnOneConnectionIsUnrelatedKeyIdInToken() async throws {
+        let fixture = try await Fixture.start()
+        defer { Task { await fixture.stop() } }
+        let client = try await fixture.tokenClient()
+        defer { Task { await client.close() } }
+        #expect(try await self.send(client, authorization: try fixture.authorization()).status == 200)
+        // Twenty minutes on, so that only the key, not the update rule, can be the objection.
+        fixture.clock.advance(minutes: 21)
+        let secondKey = try fixture.authorization(keyID: Fixture.secondKeyID, key: fixture.otherKey)
+        let response = try await self.send(client, authorization: secondKey)
+        #expect(response.status == 403)
+        #expect(response.reason == "UnrelatedKeyIdInToken")
+        // The second key is valid on a connection of its own.
+        let second = try await fixture.tokenClient()
+        defer { Task { await second.close() } }
+        #expect(try await self.send(second, authorization: secondKey).status == 200)
+        #expect(fixture.ledger.snapshot().rejected == ["UnrelatedKeyIdInToken": 1])
+    }
+
     @Test func tokenChangeWithinTwentyMinutesIsTooManyProviderTokenUpdates() async throws {
         let fixture = try await Fixture.start()
         defer { Task { await fixture.stop() } }

@@ -67,6 +67,30 @@ import Testing
         #expect(snapshot.closes == ["goaway": 1])
     }
 
+    @Test func idleConnectionIsClosedWithGoAwayIdleTimeoutButNotWhileARequestIsOpen() async throws {
+        // A timeout long enough that a busy machine does not idle out the connection between the
+        // first answer and the next request.
+        let fixture = try await Fixture.start(idleTimeout: .seconds(2))
+        defer { Task { await fixture.stop() } }
+        let client = try await fixture.certificateClient()
+        defer { Task { await client.close() } }
+        #expect(try await client.send(headers: Fixture.headers(token: TestTokens.token(1), authorization: nil), body: Fixture.body).status == 200)
+        // A request whose body is slow to come is not idleness.
+        let slow = try await client.open(headers: Fixture.headers(token: TestTokens.token(2), authorization: nil))
+        try await Task.sleep(for: .seconds(5))
+        #expect(fixture.ledger.snapshot().closes.isEmpty)
+        slow.finish(body: Fixture.body)
+        #expect(try await slow.response().status == 200)
+        try await client.closeFuture.get()
+
+        let goAway = try #require(client.goAway)
+        #expect(goAway.lastStreamID == 3)
+        #expect(goAway.errorCode == 0)  // NO_ERROR
+        #expect(goAway.debugData == "{\"reason\":\"IdleTimeout\"}")
+        #expect(fixture.ledger.snapshot().accepted == 2)
+        #expect(fixture.ledger.snapshot().closes == ["idle-timeout": 1])
+    }
+
     @Test func delayedAnswersStillArriveAndCount() async throws {
         let fixture = try await Fixture.start(faults: .init(answerDelay: .milliseconds(100)))
         defer { Task { await fixture.stop() } }

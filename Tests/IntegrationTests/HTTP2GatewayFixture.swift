@@ -28,6 +28,8 @@ struct HTTP2GatewayFixture {
     static let teamID = "TEAM000001"
     static let otherKeyID = "KEYID00002"
     static let otherTeamID = "TEAM000002"
+    /// A second key of the first team (its private half is `otherKey`).
+    static let secondKeyID = "KEYID00003"
     static let topic = "com.example.app"
 
     let server: MockAPNSServer
@@ -42,8 +44,10 @@ struct HTTP2GatewayFixture {
     static func start(
         invalidTokens: Set<DeviceToken> = [],
         unregisteredTokens: Set<DeviceToken> = [],
+        otherTopicTokens: Set<DeviceToken> = [],
         allowedTopics: Set<String>? = nil,
         maxConcurrentStreams: Int = 1000,
+        idleTimeout: TimeAmount? = nil,
         faults: MockAPNSConfiguration.HTTP2Faults = .init()
     ) async throws -> HTTP2GatewayFixture {
         let certificates = try TestCertificates.shared()
@@ -60,9 +64,12 @@ struct HTTP2GatewayFixture {
                 providerKeys: [
                     try .init(keyID: Self.keyID, teamID: Self.teamID, publicKeyPEMFile: certificates.authKeyPublic),
                     try .init(keyID: Self.otherKeyID, teamID: Self.otherTeamID, publicKeyPEMFile: certificates.otherAuthKeyPublic),
+                    try .init(keyID: Self.secondKeyID, teamID: Self.teamID, publicKeyPEMFile: certificates.otherAuthKeyPublic),
                 ],
                 allowedTopics: allowedTopics,
+                otherTopicTokens: otherTopicTokens,
                 maxConcurrentStreams: maxConcurrentStreams,
+                idleTimeout: idleTimeout,
                 now: { clock.now }
             ),
             http2Faults: faults

@@ -41,7 +41,12 @@ import Testing
         ("no apns-topic", [("apns-topic", nil)], Fixture.body, 400, "MissingTopic"),
         ("topic with a space", [("apns-topic", "com.example app")], Fixture.body, 400, "BadTopic"),
         ("topic not allowed", [("apns-topic", "com.example.other")], Fixture.body, 400, "TopicDisallowed"),
+        ("another app's voip topic", [("apns-push-type", "voip"), ("apns-topic", "com.example.other.voip")], Fixture.body, 400, "TopicDisallowed"),
         ("unknown push type", [("apns-push-type", "fax")], Fixture.body, 400, "InvalidPushType"),
+        ("voip topic, alert push type", [("apns-topic", "com.example.app.voip")], Fixture.body, 400, "InvalidPushType"),
+        ("voip topic, no push type", [("apns-topic", "com.example.app.voip"), ("apns-push-type", nil)], Fixture.body, 400, "InvalidPushType"),
+        ("voip push type, bundle ID topic", [("apns-push-type", "voip")], Fixture.body, 400, "DeviceTokenNotForTopic"),
+        ("live activity push type, bundle ID topic", [("apns-push-type", "liveactivity")], Fixture.body, 400, "DeviceTokenNotForTopic"),
         ("priority 7", [("apns-priority", "7")], Fixture.body, 400, "BadPriority"),
         ("expiration not an integer", [("apns-expiration", "tomorrow")], Fixture.body, 400, "BadExpirationDate"),
         ("collapse id of 65 bytes", [("apns-collapse-id", String(repeating: "c", count: 65))], Fixture.body, 400, "BadCollapseId"),
@@ -54,7 +59,7 @@ import Testing
         ("malformed provider token", [("authorization", "bearer not.a.jwt")], Fixture.body, 403, "InvalidProviderToken"),
     ] as [(String, [(String, String?)], String?, Int, String)])
     func rejectsWithAPNsStatusAndReason(_ what: String, changes: [(String, String?)], body: String?, status: Int, reason: String) async throws {
-        let fixture = try await Fixture.start(allowedTopics: [Fixture.topic, Fixture.topic + ".voip"])
+        let fixture = try await Fixture.start(allowedTopics: [Fixture.topic])
         defer { Task { await fixture.stop() } }
         let client = try await fixture.tokenClient()
         defer { Task { await client.close() } }
@@ -76,7 +81,7 @@ import Testing
         defer { Task { await client.close() } }
         let headers = Fixture.headers(authorization: try fixture.authorization()).setting("apns-push-type", to: "voip").setting("apns-topic", to: "com.example.app.voip")
         #expect(try await client.send(headers: headers, body: String(repeating: " ", count: 5120)).status == 200)
-        #expect(try await client.send(headers: headers.setting("apns-push-type", to: "alert"), body: String(repeating: " ", count: 4097)).status == 413)
+        #expect(try await client.send(headers: headers.setting("apns-push-type", to: "alert").setting("apns-topic", to: Fixture.topic), body: String(repeating: " ", count: 4097)).status == 413)
     }
 
     @Test func repeatedHeaderIsDuplicateHeaders() async throws {
@@ -99,6 +104,37 @@ import Testing
         #expect(response.status == 400)
         #expect(response.reason == "BadDeviceToken")
         #expect(fixture.ledger.deliveries(of: TestTokens.token(7)) == 0)
+    }
+
+    @Test func everyPushTypeIsAcceptedOnItsOwnTopic() async throws {
+        let fixture = try await Fixture.start(allowedTopics: [Fixture.topic])
+        defer { Task { await fixture.stop() } }
+        let client = try await fixture.tokenClient()
+        defer { Task { await client.close() } }
+        let authorization = try fixture.authorization()
+        let topics = [
+            "alert": "", "background": "", "mdm": "", "voip": ".voip", "complication": ".complication",
+            "fileprovider": ".pushkit.fileprovider", "location": ".location-query", "liveactivity": ".push-type.liveactivity",
+            "pushtotalk": ".voip-ptt", "widgets": ".push-type.widgets",
+        ]
+        for (pushType, suffix) in topics.sorted(by: { $0.key < $1.key }) {
+            let headers = Fixture.headers(authorization: authorization).setting("apns-push-type", to: pushType).setting("apns-topic", to: Fixture.topic + suffix)
+            let response = try await client.send(headers: headers, body: Fixture.body)
+            #expect(response.status == 200, "\(pushType) on \(Fixture.topic + suffix): \(response.status.map(String.init) ?? "reset") \(response.reason ?? "")")
+        }
+        #expect(fixture.ledger.snapshot().accepted == topics.count)
+    }
+
+    @Test func tokenOfAnotherTopicIsDeviceTokenNotForTopic() async throws {
+        let fixture = try await Fixture.start(otherTopicTokens: [TestTokens.token(9)])
+        defer { Task { await fixture.stop() } }
+        let client = try await fixture.tokenClient()
+        defer { Task { await client.close() } }
+        let response = try await client.send(headers: Fixture.headers(token: TestTokens.token(9), authorization: try fixture.authorization()), body: Fixture.body)
+        #expect(response.status == 400)
+        #expect(response.reason == "DeviceTokenNotForTopic")
+        #expect(fixture.ledger.deliveries(of: TestTokens.token(9)) == 0)
+        #expect(try await client.send(headers: Fixture.headers(authorization: try fixture.authorization()), body: Fixture.body).status == 200)
     }
 
     @Test func unregisteredTokenIs410WithTheTimestampInMilliseconds() async throws {

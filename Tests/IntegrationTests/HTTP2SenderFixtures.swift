@@ -44,17 +44,39 @@ enum HTTP2SenderFixture {
         maximumQueued: Int = 10_000,
         requestTimeout: TimeAmount = .seconds(10)
     ) throws -> HTTP2Sender.Configuration {
+        try self.configuration(
+            port: server.port, signer: signer, certificate: certificate, maximumAttempts: maximumAttempts, maximumQueued: maximumQueued,
+            requestTimeout: requestTimeout
+        )
+    }
+
+    /// Test settings against a server on `port` of loopback: token authentication (the test key
+    /// unless `signer`) unless `certificate`, short backoffs.
+    static func configuration(
+        port: Int,
+        signer: ProviderTokenSigner? = nil,
+        certificate: Bool = false,
+        connections: Int = 1,
+        connectionSpacing: TimeAmount = .zero,
+        idlePingInterval: TimeAmount = .seconds(60),
+        maximumAttempts: Int = 5,
+        maximumQueued: Int = 10_000,
+        requestTimeout: TimeAmount = .seconds(10)
+    ) throws -> HTTP2Sender.Configuration {
         let certificates = try TestCertificates.shared()
         let quick = Backoff(initial: 5_000_000, maximum: 20_000_000)
         return HTTP2Sender.Configuration(
             host: "127.0.0.1",
-            port: server.port,
+            port: port,
             tls: certificate
                 ? .certificate(pem: certificates.clientCertificate, key: certificates.clientKey, trusting: [certificates.caCertificate])
                 : .noClientCertificate(trusting: [certificates.caCertificate]),
             serverHostname: "localhost",
             authentication: certificate ? .certificate : .providerToken(try signer ?? self.signer()),
+            connections: connections,
+            connectionSpacing: connectionSpacing,
             requestTimeout: requestTimeout,
+            idlePingInterval: idlePingInterval,
             maximumAttempts: maximumAttempts,
             maximumQueued: maximumQueued,
             reconnectBackoff: quick,

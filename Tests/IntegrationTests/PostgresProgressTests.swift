@@ -6,6 +6,17 @@ import Testing
 /// `CampaignStore.apply`: idempotent event application, monotonic counters, rejected tokens in
 /// `token_failures` and in the registry.
 @Suite struct PostgresProgressTests {
+    @Test(arguments: [
+        ("BadDeviceToken", TokenStatus.quarantined), ("DeviceTokenNotForTopic", .quarantined), ("InvalidToken", .invalid),
+        ("Unregistered", .unregistered), ("ExpiredToken", .unregistered), ("TopicDisallowed", nil), ("PayloadTooLarge", nil),
+        ("BadCertificateEnvironment", nil), ("TooManyRequests", nil),
+    ] as [(String, TokenStatus?)])
+    func rejectionReasonDecidesTheRegistryStatus(_ reason: String, _ status: TokenStatus?) {
+        // Only reasons about the token itself touch the registry; a wrong environment looks like a
+        // bad token, so those are quarantined, not declared dead.
+        #expect(TokenStatus(rejectionReason: reason) == status)
+    }
+
     @Test func applyIsIdempotentAndOrderedByStreamID() async throws {
         let topic = PostgresFixture.topic("apply")
         let tokens = PostgresFixture.tokens(5)

@@ -13,7 +13,8 @@ import NIOSSL
 ///
 /// It also enforces the stream limit it advertised (1 until a request authenticates, see
 /// ``StreamLimitRewriter``), keeps the connection's flow-control window open, and injects the
-/// configured ``MockAPNSConfiguration/HTTP2Faults``.
+/// configured ``MockAPNSConfiguration/HTTP2Faults``. With an idle timeout configured, a connection on
+/// which no request started for that long gets `GOAWAY` `{"reason":"IdleTimeout"}` and is closed.
 final class HTTP2GatewayHandler: ChannelInboundHandler {
     typealias InboundIn = HTTP2Frame
     typealias OutboundOut = HTTP2Frame
@@ -31,14 +32,20 @@ final class HTTP2GatewayHandler: ChannelInboundHandler {
     private let faults: MockAPNSConfiguration.HTTP2Faults
     private let ledger: DeliveryLedger
     private let gatewayStreams: AcceptedCounter
+    private let coalescer: HTTP2WriteCoalescer
     private let logger: Logger
     private var validator: HTTP2RequestValidator
+    private var identifiers = APNSIdentifier()
     private var pending: [HTTP2StreamID: PendingRequest] = [:]
     /// Streams processed and not answered yet (pending, or waiting for the answer delay).
     private var unanswered = 0
     private var streamLimit = 1
     private var streamsOnConnection = 0
     private var goAwayLastStreamID: HTTP2StreamID? = nil
+    /// The highest stream processed, which an idle-timeout GOAWAY names.
+    private var lastStreamID: HTTP2StreamID = .rootStream
+    private var lastRequestStarted: NIODeadline = .now()
+    private var idleCheck: Scheduled<Void>? = nil
     private var certificateVerified: Bool? = nil
     private var windowOpened = false
     private var consumedBytes = 0
@@ -55,12 +62,14 @@ final class HTTP2GatewayHandler: ChannelInboundHandler {
         keys: [String: MockAPNSConfiguration.ProviderKey],
         ledger: DeliveryLedger,
         gatewayStreams: AcceptedCounter,
+        coalescer: HTTP2WriteCoalescer,
         logger: Logger
     ) {
         self.configuration = configuration
         self.faults = configuration.http2Faults
         self.ledger = ledger
         self.gatewayStreams = gatewayStreams
+        self.coalescer = coalescer
         self.logger = logger
         self.validator = HTTP2RequestValidator(configuration: configuration, keys: keys)
         self.fingerprints.reserveCapacity(256)
@@ -74,8 +83,11 @@ final class HTTP2GatewayHandler: ChannelInboundHandler {
     func channelRead(context: ChannelHandlerContext, data: NIOAny) {
         let frame = self.unwrapInboundIn(data)
         if !self.windowOpened {
-            // The client's SETTINGS came first: its preface is in, so the window may grow now.
+            // The client's SETTINGS came first: its preface is in, so the window may grow now, and
+            // the connection counts as idle from here (a slow TLS handshake is not idleness).
             self.windowOpened = true
+            self.lastRequestStarted = .now()
+            self.scheduleIdleCheck(context: context)
             self.write(context: context, HTTP2Frame(streamID: .rootStream, payload: .windowUpdate(windowSizeIncrement: Self.connectionWindow - 65_535)))
         }
         switch frame.payload {
@@ -85,8 +97,10 @@ final class HTTP2GatewayHandler: ChannelInboundHandler {
             self.receivedData(context: context, streamID: frame.streamID, data: data)
         case .rstStream:
             if self.pending.removeValue(forKey: frame.streamID) != nil { self.unanswered -= 1 }
+        case .ping(_, let ack):
+            if !ack { self.ledger.recordPing() }  // NIOHTTP2Handler has answered it
         default:
-            break  // SETTINGS and PING are acknowledged by NIOHTTP2Handler; the rest needs nothing.
+            break  // SETTINGS are acknowledged by NIOHTTP2Handler; the rest needs nothing.
         }
     }
 
@@ -96,12 +110,15 @@ final class HTTP2GatewayHandler: ChannelInboundHandler {
         if self.wroteSinceFlush {
             self.wroteSinceFlush = false
             context.flush()
+            self.coalescer.releaseAndFlush()
         }
         self.closeIfDone(context: context)
         context.fireChannelReadComplete()
     }
 
     func channelInactive(context: ChannelHandlerContext) {
+        self.idleCheck?.cancel()
+        self.idleCheck = nil
         self.flushLedger()
         context.fireChannelInactive()
     }
@@ -129,6 +146,8 @@ final class HTTP2GatewayHandler: ChannelInboundHandler {
         self.pending[streamID] = PendingRequest(headers: headers.headers)
         self.unanswered += 1
         self.streamsOnConnection += 1
+        self.lastStreamID = streamID
+        if self.configuration.http2.idleTimeout != nil { self.lastRequestStarted = .now() }
         if let after = self.faults.goAwayAfter, after > 0, self.streamsOnConnection == after {
             // Streams above this one are ignored from now on. The GOAWAY goes out once every stream
             // up to here is answered, just before the close: NIOHTTP2Handler, once it has sent
@@ -161,7 +180,7 @@ final class HTTP2GatewayHandler: ChannelInboundHandler {
     private func complete(context: ChannelHandlerContext, streamID: HTTP2StreamID) {
         guard let request = self.pending.removeValue(forKey: streamID) else { return }
         let fields = HTTP2RequestValidator.Request(headers: request.headers)
-        let apnsID = fields.validAPNSID ?? APNSIdentifier.random()
+        let apnsID = fields.validAPNSID ?? self.identifiers.next()
         if let fault = self.fault() {
             self.answer(context: context, streamID: streamID, apnsID: apnsID, status: fault.status, reason: fault.reason, timestamp: nil)
             return
@@ -239,7 +258,8 @@ final class HTTP2GatewayHandler: ChannelInboundHandler {
         self.answers.removeAll(keepingCapacity: true)
         self.answerCount = 0
         guard let delay = self.faults.answerDelay else {
-            for frame in frames { self.write(context: context, frame) }
+            self.writeInOrder(context: context, frames)
+            self.wroteSinceFlush = true
             self.unanswered -= count
             return
         }
@@ -247,24 +267,60 @@ final class HTTP2GatewayHandler: ChannelInboundHandler {
         context.eventLoop.scheduleTask(in: delay) {
             let (handler, context) = loopBound.value
             guard !handler.closing else { return }
-            for frame in frames { context.write(handler.wrapOutboundOut(frame), promise: nil) }
+            handler.writeInOrder(context: context, frames)
             context.flush()
+            handler.coalescer.releaseAndFlush()
             handler.unanswered -= count
             handler.closeIfDone(context: context)
+        }
+    }
+
+    /// Writes answer frames so that they leave in the order given: `NIOHTTP2Handler` sends the DATA
+    /// frames of one flush in no particular order, so each is flushed out of it at once, and
+    /// ``HTTP2WriteCoalescer`` holds the bytes until the caller's `releaseAndFlush()`.
+    private func writeInOrder(context: ChannelHandlerContext, _ frames: [HTTP2Frame]) {
+        self.coalescer.holdFlushes()
+        for frame in frames {
+            context.write(self.wrapOutboundOut(frame), promise: nil)
+            if case .data = frame.payload { context.flush() }
         }
     }
 
     /// After the last stream a GOAWAY lets through is answered: sends the GOAWAY (NO_ERROR, APNs'
     /// JSON reason) and closes once it is written.
     private func closeIfDone(context: ChannelHandlerContext) {
-        guard let lastStreamID = self.goAwayLastStreamID, self.unanswered == 0, !self.closing else { return }
+        guard let lastStreamID = self.goAwayLastStreamID, self.unanswered == 0 else { return }
+        self.goAway(context: context, lastStreamID: lastStreamID, reason: .shutdown, cause: "goaway")
+    }
+
+    /// Closes the connection if no request started on it for the idle timeout and none is
+    /// unanswered; otherwise looks again when the timeout could next be reached.
+    private func scheduleIdleCheck(context: ChannelHandlerContext) {
+        guard let timeout = self.configuration.http2.idleTimeout, !self.closing else { return }
+        let loopBound = NIOLoopBound((self, context), eventLoop: context.eventLoop)
+        self.idleCheck = context.eventLoop.scheduleTask(deadline: self.lastRequestStarted + timeout) {
+            let (handler, context) = loopBound.value
+            handler.idleCheck = nil
+            if handler.unanswered == 0, NIODeadline.now() >= handler.lastRequestStarted + timeout {
+                handler.goAway(context: context, lastStreamID: handler.lastStreamID, reason: .idleTimeout, cause: "idle-timeout")
+            } else {
+                if handler.unanswered > 0 { handler.lastRequestStarted = .now() }
+                handler.scheduleIdleCheck(context: context)
+            }
+        }
+    }
+
+    /// Sends GOAWAY (NO_ERROR, `{"reason":"…"}`) naming `lastStreamID` and closes once it is written.
+    private func goAway(context: ChannelHandlerContext, lastStreamID: HTTP2StreamID, reason: HTTP2Reason, cause: String) {
+        guard !self.closing else { return }
         self.closing = true
-        self.ledger.recordClose("goaway")
-        var reason = context.channel.allocator.buffer(capacity: 21)
-        reason.writeString("{\"reason\":\"Shutdown\"}")
-        let goAway = HTTP2Frame(streamID: .rootStream, payload: .goAway(lastStreamID: lastStreamID, errorCode: .noError, opaqueData: reason))
+        self.idleCheck?.cancel()
+        self.ledger.recordClose(cause)
+        var debugData = context.channel.allocator.buffer(capacity: 16 + reason.rawValue.utf8.count)
+        debugData.writeString("{\"reason\":\"\(reason.rawValue)\"}")
+        let frame = HTTP2Frame(streamID: .rootStream, payload: .goAway(lastStreamID: lastStreamID, errorCode: .noError, opaqueData: debugData))
         let loopBound = NIOLoopBound(context, eventLoop: context.eventLoop)
-        context.writeAndFlush(self.wrapOutboundOut(goAway)).whenComplete { _ in loopBound.value.close(promise: nil) }
+        context.writeAndFlush(self.wrapOutboundOut(frame)).whenComplete { _ in loopBound.value.close(promise: nil) }
     }
 
     private func flushLedger() {

@@ -16,20 +16,27 @@ import PushFleetCore
 /// | 7 | the token is not an even number of hex digits (at most 255 bytes) | 400 `BadDeviceToken` |
 /// | 8 | no `apns-topic`, or an empty one | 400 `MissingTopic` |
 /// | 9 | the topic has a character other than letters, digits, `.`, `-`, `_` | 400 `BadTopic` |
-/// | 10 | allowed topics are configured and the topic is not one of them | 400 `TopicDisallowed` |
-/// | 11 | `apns-push-type` is present and not one of Apple's ten | 400 `InvalidPushType` |
-/// | 12 | `apns-priority` is present and not 10, 5 or 1 | 400 `BadPriority` |
-/// | 13 | `apns-expiration` is present and not an integer | 400 `BadExpirationDate` |
-/// | 14 | `apns-collapse-id` is over 64 bytes | 400 `BadCollapseId` |
-/// | 15 | `apns-id` is present and not a canonical 8-4-4-4-12 UUID | 400 `BadMessageId` |
-/// | 16 | empty body | 400 `PayloadEmpty` |
-/// | 17 | body over 4096 bytes (5120 for `apns-push-type: voip`) | 413 `PayloadTooLarge` |
-/// | 18 | the token is one of the configured invalid tokens | 400 `BadDeviceToken` |
-/// | 19 | the token is one of the configured unregistered tokens | 410 `Unregistered` + `timestamp` |
+/// | 10 | `apns-push-type` is present and not one of Apple's ten | 400 `InvalidPushType` |
+/// | 11 | the topic ends in a push type's suffix (`.voip`, …) and `apns-push-type` is not that type | 400 `InvalidPushType` |
+/// | 12 | `apns-push-type` needs a suffix (`voip` needs `.voip`, …) and the topic does not end in it | 400 `DeviceTokenNotForTopic` |
+/// | 13 | allowed apps are configured and the topic, less its suffix, is not one of them | 400 `TopicDisallowed` |
+/// | 14 | `apns-priority` is present and not 10, 5 or 1 | 400 `BadPriority` |
+/// | 15 | `apns-expiration` is present and not an integer | 400 `BadExpirationDate` |
+/// | 16 | `apns-collapse-id` is over 64 bytes | 400 `BadCollapseId` |
+/// | 17 | `apns-id` is present and not a canonical 8-4-4-4-12 UUID | 400 `BadMessageId` |
+/// | 18 | empty body | 400 `PayloadEmpty` |
+/// | 19 | body over 4096 bytes (5120 for `apns-push-type: voip`) | 413 `PayloadTooLarge` |
+/// | 20 | the token is one of the configured invalid tokens | 400 `BadDeviceToken` |
+/// | 21 | the token is one of the configured unregistered tokens | 410 `Unregistered` + `timestamp` |
+/// | 22 | the token is one of the configured tokens of another topic | 400 `DeviceTokenNotForTopic` |
 ///
 /// Whatever goes wrong with the request line comes first, authentication next (APNs learns the
 /// team before it reads the notification), then the notification's own headers and body, and the
 /// device token's state last, because only a well-formed notification reaches a device's record.
+///
+/// Rules 11 and 12 follow what APNs' users report: a `.voip` topic sent without `apns-push-type:
+/// voip` is answered `InvalidPushType`, and `apns-push-type: voip` on the plain bundle ID
+/// `DeviceTokenNotForTopic` (a VoIP token is registered for the `.voip` topic only).
 struct HTTP2RequestValidator {
     enum Verdict: Equatable {
         case accepted(fingerprint: UInt64)
@@ -42,16 +49,25 @@ struct HTTP2RequestValidator {
     static let pushTypes: Set<String> = [
         "alert", "background", "location", "voip", "complication", "fileprovider", "mdm", "liveactivity", "pushtotalk", "widgets",
     ]
+    /// The suffix a push type's topic carries after the bundle ID; the other types use the bundle
+    /// ID itself (`mdm` uses the certificate's UID, which has no suffix either).
+    static let topicSuffixes: [(pushType: String, suffix: String)] = [
+        ("voip", ".voip"), ("complication", ".complication"), ("fileprovider", ".pushkit.fileprovider"),
+        ("location", ".location-query"), ("liveactivity", ".push-type.liveactivity"), ("pushtotalk", ".voip-ptt"),
+        ("widgets", ".push-type.widgets"),
+    ]
     private static let devicePathPrefix = "/3/device/"
 
     private let invalidTokens: Set<DeviceToken>
     private let unregisteredTokens: Set<DeviceToken>
+    private let otherTopicTokens: Set<DeviceToken>
     private let allowedTopics: Set<String>?
     private var authenticator: ProviderTokenAuthenticator
 
     init(configuration: MockAPNSConfiguration, keys: [String: MockAPNSConfiguration.ProviderKey]) {
         self.invalidTokens = configuration.invalidTokens
         self.unregisteredTokens = configuration.unregisteredTokens
+        self.otherTopicTokens = configuration.http2.otherTopicTokens
         self.allowedTopics = configuration.http2.allowedTopics
         self.authenticator = ProviderTokenAuthenticator(keys: keys)
     }
@@ -129,11 +145,18 @@ struct HTTP2RequestValidator {
         }
         guard let topic = request.topic, !topic.isEmpty else { return .rejected(status: 400, reason: .missingTopic, timestamp: nil) }
         guard topic.utf8.allSatisfy(Self.isTopicCharacter) else { return .rejected(status: 400, reason: .badTopic, timestamp: nil) }
-        if let allowed = self.allowedTopics, !allowed.contains(topic) {
-            return .rejected(status: 400, reason: .topicDisallowed, timestamp: nil)
-        }
         if let pushType = request.pushType, !Self.pushTypes.contains(pushType) {
             return .rejected(status: 400, reason: .invalidPushType, timestamp: nil)
+        }
+        let suffix = Self.topicSuffixes.first { topic.hasSuffix($0.suffix) }
+        if let suffix, request.pushType != suffix.pushType {
+            return .rejected(status: 400, reason: .invalidPushType, timestamp: nil)
+        }
+        if suffix == nil, let pushType = request.pushType, Self.topicSuffixes.contains(where: { $0.pushType == pushType }) {
+            return .rejected(status: 400, reason: .deviceTokenNotForTopic, timestamp: nil)
+        }
+        if let allowed = self.allowedTopics, !allowed.contains(String(topic.dropLast(suffix?.suffix.count ?? 0))) {
+            return .rejected(status: 400, reason: .topicDisallowed, timestamp: nil)
         }
         if let priority = request.priority, priority != "10", priority != "5", priority != "1" {
             return .rejected(status: 400, reason: .badPriority, timestamp: nil)
@@ -156,6 +179,9 @@ struct HTTP2RequestValidator {
         }
         if !self.unregisteredTokens.isEmpty, self.unregisteredTokens.contains(token) {
             return .rejected(status: 410, reason: .unregistered, timestamp: now)
+        }
+        if !self.otherTopicTokens.isEmpty, self.otherTopicTokens.contains(token) {
+            return .rejected(status: 400, reason: .deviceTokenNotForTopic, timestamp: nil)
         }
         return .accepted(fingerprint: token.fingerprint)
     }

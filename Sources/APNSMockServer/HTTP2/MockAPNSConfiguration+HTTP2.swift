@@ -1,5 +1,6 @@
 public import Crypto
 public import NIOCore
+public import PushFleetCore
 import Foundation
 
 extension MockAPNSConfiguration {
@@ -39,12 +40,21 @@ extension MockAPNSConfiguration {
         /// Keys whose provider tokens are accepted. Defaults to none: only client certificates
         /// authenticate.
         public var providerKeys: [ProviderKey]
-        /// Topics (`apns-topic`, compared exactly) that may be pushed to; others get 400
-        /// `TopicDisallowed`. `nil` (the default) allows any well-formed topic.
+        /// The apps (bundle IDs) that may be pushed to. A topic is an app's bundle ID plus the suffix
+        /// its push type requires (`.voip`, `.complication`, …); a topic whose app is not listed
+        /// gets 400 `TopicDisallowed`. `nil` (the default) allows any well-formed topic.
         public var allowedTopics: Set<String>?
+        /// Tokens registered for another topic (another app, or the same app's other push type):
+        /// answered 400 `DeviceTokenNotForTopic`. Defaults to none.
+        public var otherTopicTokens: Set<DeviceToken>
         /// SETTINGS_MAX_CONCURRENT_STREAMS once a request on the connection authenticated; before
         /// that it is 1, as at APNs. Defaults to 1000.
         public var maxConcurrentStreams: Int
+        /// A connection on which no request has started for this long (counted from the client's
+        /// connection preface) is closed with `GOAWAY`
+        /// (NO_ERROR, debug data `{"reason":"IdleTimeout"}`); PING frames do not keep it open.
+        /// `nil` (the default) keeps idle connections.
+        public var idleTimeout: TimeAmount?
         /// The wall clock in milliseconds since 1970, for provider-token ages, the 20-minute token
         /// update rule and 410 timestamps. Defaults to the system clock; tests move it.
         public var now: @Sendable () -> Int64
@@ -52,12 +62,16 @@ extension MockAPNSConfiguration {
         public init(
             providerKeys: [ProviderKey] = [],
             allowedTopics: Set<String>? = nil,
+            otherTopicTokens: Set<DeviceToken> = [],
             maxConcurrentStreams: Int = 1000,
+            idleTimeout: TimeAmount? = nil,
             now: (@Sendable () -> Int64)? = nil
         ) {
             self.providerKeys = providerKeys
             self.allowedTopics = allowedTopics
+            self.otherTopicTokens = otherTopicTokens
             self.maxConcurrentStreams = maxConcurrentStreams
+            self.idleTimeout = idleTimeout
             self.now = now ?? { Int64(Date().timeIntervalSince1970 * 1000) }
         }
     }

@@ -1,3 +1,4 @@
+import APNSWire
 import NIOCore
 import NIOHTTP2
 import NIOSSL
@@ -23,6 +24,8 @@ extension MockAPNSServer {
         return try await self.bind(port: port, what: "HTTP/2 provider API", autoRead: true) { channel in
             let sync = channel.pipeline.syncOperations
             try sync.addHandler(NIOSSLServerHandler(context: sslContext))
+            let coalescer = HTTP2WriteCoalescer()
+            try sync.addHandler(coalescer)
             try sync.addHandler(StreamLimitRewriter())
             try sync.addHandler(NIOHTTP2Handler(mode: .server, connectionConfiguration: connectionConfiguration, streamConfiguration: streamConfiguration))
             try sync.addHandler(
@@ -31,6 +34,7 @@ extension MockAPNSServer {
                     keys: keys,
                     ledger: self.ledger,
                     gatewayStreams: self.http2Streams,
+                    coalescer: coalescer,
                     logger: self.logger
                 )
             )

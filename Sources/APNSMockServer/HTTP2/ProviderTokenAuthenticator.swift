@@ -13,10 +13,12 @@ import Crypto
 /// 4. not `bearer <JWT>`, or the JWT is malformed → `InvalidProviderToken`;
 /// 5. unknown `kid`, signature not that key's, or `iss` not the key's team → `InvalidProviderToken`;
 /// 6. a team other than the one the connection's first accepted token named → `InvalidProviderToken`;
-/// 7. `iat` more than one hour old → `ExpiredProviderToken` (and the connection is wedged, step 1);
-/// 8. a new token (another `kid` or `iat` than the current one's; the same claims signed again are
-///    the same token) within 20 minutes of the current one's acceptance → 429
-///    `TooManyProviderTokenUpdates`; the current token stays valid.
+/// 7. a key (`kid`) other than the one of the connection's first accepted token →
+///    `UnrelatedKeyIdInToken`: APNs asks for a new connection per key;
+/// 8. `iat` more than one hour old → `ExpiredProviderToken` (and the connection is wedged, step 1);
+/// 9. a new token (another `iat` than the current one's; the same claims signed again are the same
+///    token) within 20 minutes of the current one's acceptance → 429 `TooManyProviderTokenUpdates`;
+///    the current token stays valid.
 struct ProviderTokenAuthenticator {
     enum Verdict: Equatable {
         case accepted
@@ -57,9 +59,10 @@ struct ProviderTokenAuthenticator {
             return .rejected(.invalidProviderToken)
         }
         if let team = self.team, team != token.teamID { return .rejected(.invalidProviderToken) }
+        if let current = self.current, current.keyID != token.keyID { return .rejected(.unrelatedKeyIdInToken) }
         let age = self.checkAge(issuedAt: token.issuedAt * 1000, now: now)
         guard age == .accepted else { return age }
-        if let current = self.current, current.keyID == token.keyID, current.issuedAt == token.issuedAt * 1000 {
+        if let current = self.current, current.issuedAt == token.issuedAt * 1000 {
             self.current = (authorization, token.keyID, current.issuedAt, current.acceptedAt)
             return .accepted
         }

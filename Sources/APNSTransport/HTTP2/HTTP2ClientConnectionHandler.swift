@@ -1,3 +1,4 @@
+import APNSWire
 import NIOCore
 import NIOHPACK
 import NIOHTTP2
@@ -12,14 +13,16 @@ final class HTTP2ClientConnectionHandler: ChannelInboundHandler {
 
     private let core: HTTP2SenderCore
     private let connection: HTTP2Connection
+    private let coalescer: HTTP2WriteCoalescer
     private var context: ChannelHandlerContext?
     /// Answers whose HEADERS came without END_STREAM: their status and the body so far.
     private var partial: [Int32: (status: Int, body: ByteBuffer?)] = [:]
     private var error: (any Error)?
 
-    init(core: HTTP2SenderCore, connection: HTTP2Connection) {
+    init(core: HTTP2SenderCore, connection: HTTP2Connection, coalescer: HTTP2WriteCoalescer) {
         self.core = core
         self.connection = connection
+        self.coalescer = coalescer
     }
 
     func handlerAdded(context: ChannelHandlerContext) {
@@ -32,19 +35,25 @@ final class HTTP2ClientConnectionHandler: ChannelInboundHandler {
 
     // MARK: - Writing, on the core's behalf
 
-    /// Writes one request: HEADERS, then the payload as one DATA frame ending the stream. Not flushed.
+    /// Writes one request: HEADERS, then the payload as one DATA frame ending the stream. Not sent
+    /// until ``flush()``: the DATA frame is flushed out of `NIOHTTP2Handler` at once, so requests
+    /// leave in stream order, but ``HTTP2WriteCoalescer`` holds the bytes (see there why).
     func writeRequest(streamID: Int32, headers: HPACKHeaders, payload: ByteBuffer) {
         guard let context = self.context else { return }
+        self.coalescer.holdFlushes()
         let id = HTTP2StreamID(streamID)
         context.write(self.wrapOutboundOut(HTTP2Frame(streamID: id, payload: .headers(.init(headers: headers)))), promise: nil)
         context.write(
             self.wrapOutboundOut(HTTP2Frame(streamID: id, payload: .data(.init(data: .byteBuffer(payload), endStream: true)))),
             promise: nil
         )
+        context.flush()
     }
 
+    /// Sends everything written so far in one TLS write.
     func flush() {
         self.context?.flush()
+        self.coalescer.releaseAndFlush()
     }
 
     func ping() {
@@ -81,7 +90,7 @@ final class HTTP2ClientConnectionHandler: ChannelInboundHandler {
         let id = Int32(frame.streamID)
         switch frame.payload {
         case .headers(let headers):
-            if var answer = self.partial[id] {
+            if !self.partial.isEmpty, var answer = self.partial[id] {
                 // Trailers.
                 if headers.endStream {
                     self.partial.removeValue(forKey: id)

@@ -192,6 +192,8 @@ final class HTTP2SenderCore {
                 channel.eventLoop.makeCompletedFuture {
                     let sync = channel.pipeline.syncOperations
                     try sync.addHandler(try NIOSSLClientHandler(context: sslContext, serverHostname: isIPAddress ? nil : hostname))
+                    let coalescer = HTTP2WriteCoalescer()
+                    try sync.addHandler(coalescer)
                     try sync.addHandler(
                         NIOHTTP2Handler(
                             mode: .client,
@@ -205,7 +207,7 @@ final class HTTP2SenderCore {
                             contentLengthValidation: .disabled
                         )
                     )
-                    try sync.addHandler(HTTP2ClientConnectionHandler(core: core.value, connection: bound.value))
+                    try sync.addHandler(HTTP2ClientConnectionHandler(core: core.value, connection: bound.value, coalescer: coalescer))
                 }
             }
             .connect(host: self.configuration.host, port: self.configuration.port)

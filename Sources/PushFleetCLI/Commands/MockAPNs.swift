@@ -40,11 +40,17 @@ struct MockAPNs: AsyncParsableCommand {
     @Option(help: ArgumentHelp("A provider-token key the HTTP/2 API accepts (repeatable).", valueName: "KID:TEAM:PUBLIC_PEM_FILE"))
     var providerKey: [String] = []
 
-    @Option(help: "A topic the HTTP/2 API accepts (repeatable); without any, every well-formed topic.")
+    @Option(help: "An app (bundle ID) the HTTP/2 API accepts pushes for, with its push types' topic suffixes (repeatable); without any, every well-formed topic.")
     var allowedTopic: [String] = []
 
     @Option(help: "HTTP/2 SETTINGS_MAX_CONCURRENT_STREAMS once a request authenticated (1 before).")
     var maxConcurrentStreams: Int = 1000
+
+    @Option(help: "HTTP/2: close a connection on which no request started for this many seconds with GOAWAY (IdleTimeout).")
+    var idleTimeoutS: Double?
+
+    @Option(help: "File of tokens registered for another topic: HTTP/2 answers them 400 DeviceTokenNotForTopic.")
+    var otherTopicTokens: String?
 
     @Option(help: "HTTP/2: answer every Nth request stream (gateway-wide) 429 TooManyRequests.")
     var tooManyRequestsEvery: Int?
@@ -97,6 +103,7 @@ struct MockAPNs: AsyncParsableCommand {
         }
         guard self.errorDelayMs >= 0 else { throw ValidationError("--error-delay-ms must not be negative") }
         guard self.maxConcurrentStreams >= 1 else { throw ValidationError("--max-concurrent-streams must be at least 1") }
+        if let idle = self.idleTimeoutS, !(idle > 0) { throw ValidationError("--idle-timeout-s must be positive") }
         for (flag, value) in [
             ("--too-many-requests-every", self.tooManyRequestsEvery), ("--internal-server-error-every", self.internalServerErrorEvery),
             ("--service-unavailable-every", self.serviceUnavailableEvery), ("--goaway-after", self.goAwayAfter),
@@ -144,7 +151,9 @@ struct MockAPNs: AsyncParsableCommand {
                     return try .init(keyID: parts[0], teamID: parts[1], publicKeyPEMFile: parts[2])
                 },
                 allowedTopics: self.allowedTopic.isEmpty ? nil : Set(self.allowedTopic),
-                maxConcurrentStreams: self.maxConcurrentStreams
+                otherTopicTokens: Set(try self.otherTopicTokens.map { try TokenFileReader(path: $0).readAll() } ?? []),
+                maxConcurrentStreams: self.maxConcurrentStreams,
+                idleTimeout: self.idleTimeoutS.map { .nanoseconds(Int64($0 * 1_000_000_000)) }
             ),
             http2Faults: .init(
                 tooManyRequestsEvery: self.tooManyRequestsEvery,
