@@ -47,6 +47,7 @@ import Testing
         ("voip topic, no push type", [("apns-topic", "com.example.app.voip"), ("apns-push-type", nil)], Fixture.body, 400, "InvalidPushType"),
         ("voip push type, bundle ID topic", [("apns-push-type", "voip")], Fixture.body, 400, "DeviceTokenNotForTopic"),
         ("live activity push type, bundle ID topic", [("apns-push-type", "liveactivity")], Fixture.body, 400, "DeviceTokenNotForTopic"),
+        ("topic that is only a suffix", [("apns-push-type", "voip"), ("apns-topic", ".voip")], Fixture.body, 400, "BadTopic"),
         ("priority 7", [("apns-priority", "7")], Fixture.body, 400, "BadPriority"),
         ("expiration not an integer", [("apns-expiration", "tomorrow")], Fixture.body, 400, "BadExpirationDate"),
         ("collapse id of 65 bytes", [("apns-collapse-id", String(repeating: "c", count: 65))], Fixture.body, 400, "BadCollapseId"),
@@ -123,6 +124,19 @@ import Testing
             #expect(response.status == 200, "\(pushType) on \(Fixture.topic + suffix): \(response.status.map(String.init) ?? "reset") \(response.reason ?? "")")
         }
         #expect(fixture.ledger.snapshot().accepted == topics.count)
+    }
+
+    @Test func anExactAllowedTopicAllowsThatTopicOnly() async throws {
+        let fixture = try await Fixture.start(allowedTopics: [Fixture.topic + ".voip"])
+        defer { Task { await fixture.stop() } }
+        let client = try await fixture.tokenClient()
+        defer { Task { await client.close() } }
+        let headers = Fixture.headers(authorization: try fixture.authorization())
+        let voip = try await client.send(headers: headers.setting("apns-push-type", to: "voip").setting("apns-topic", to: Fixture.topic + ".voip"), body: Fixture.body)
+        #expect(voip.status == 200)
+        let alert = try await client.send(headers: headers, body: Fixture.body)
+        #expect(alert.status == 400)
+        #expect(alert.reason == "TopicDisallowed")
     }
 
     @Test func tokenOfAnotherTopicIsDeviceTokenNotForTopic() async throws {

@@ -69,6 +69,23 @@ import Testing
         try await self.expectNoCampaign(id)
     }
 
+    @Test(arguments: [
+        ("voip", "com.example.input", "push type voip goes to the topic <bundle ID>.voip, not com.example.input"),
+        ("alert", "com.example.input.voip", "the topic com.example.input.voip is for push type voip, not alert"),
+        ("fax", "com.example.input", "--push-type fax is not one of alert, background,"),
+    ])
+    func pushTypeThatDoesNotFitTheTopicIsRefused(_ pushType: String, _ topic: String, _ message: String) async throws {
+        let file = try self.writeFile([TestTokens.token(1).hexString])
+        let id = UUID()
+        let result = try await PushFleetProcess.run([
+            "launch", "--topic", topic, "--push-type", pushType, "--tokens", file, "--payload", self.payload, "--campaign-id", id.uuidString,
+            "--redis", self.redis, "--postgres", self.postgres,
+        ])
+        #expect(result.status != 0)
+        #expect(result.error.contains(message), "\(result.error)")
+        try await self.expectNoCampaign(id)
+    }
+
     @Test func unknownCampaignIdIsAnError() async throws {
         try await self.expectNoCampaign(UUID())
         let pause = try await PushFleetProcess.run(["campaign", "pause", UUID().uuidString, "--redis", self.redis, "--postgres", self.postgres])

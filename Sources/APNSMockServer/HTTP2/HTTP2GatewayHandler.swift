@@ -127,7 +127,11 @@ final class HTTP2GatewayHandler: ChannelInboundHandler {
         // NIOHTTP2Handler has answered a stream error with RST_STREAM, and a connection error with
         // GOAWAY, which leaves the connection for us to close.
         self.logger.debug("http2 gateway error", metadata: ["error": "\(error)"])
-        if !(error is NIOHTTP2Errors.StreamError) { context.close(promise: nil) }
+        if !(error is NIOHTTP2Errors.StreamError) {
+            self.closing = true
+            self.idleCheck?.cancel()
+            context.close(promise: nil)
+        }
     }
 
     // MARK: - Frames

@@ -19,16 +19,17 @@ import PushFleetCore
 /// | 10 | `apns-push-type` is present and not one of Apple's ten | 400 `InvalidPushType` |
 /// | 11 | the topic ends in a push type's suffix (`.voip`, …) and `apns-push-type` is not that type | 400 `InvalidPushType` |
 /// | 12 | `apns-push-type` needs a suffix (`voip` needs `.voip`, …) and the topic does not end in it | 400 `DeviceTokenNotForTopic` |
-/// | 13 | allowed apps are configured and the topic, less its suffix, is not one of them | 400 `TopicDisallowed` |
-/// | 14 | `apns-priority` is present and not 10, 5 or 1 | 400 `BadPriority` |
-/// | 15 | `apns-expiration` is present and not an integer | 400 `BadExpirationDate` |
-/// | 16 | `apns-collapse-id` is over 64 bytes | 400 `BadCollapseId` |
-/// | 17 | `apns-id` is present and not a canonical 8-4-4-4-12 UUID | 400 `BadMessageId` |
-/// | 18 | empty body | 400 `PayloadEmpty` |
-/// | 19 | body over 4096 bytes (5120 for `apns-push-type: voip`) | 413 `PayloadTooLarge` |
-/// | 20 | the token is one of the configured invalid tokens | 400 `BadDeviceToken` |
-/// | 21 | the token is one of the configured unregistered tokens | 410 `Unregistered` + `timestamp` |
-/// | 22 | the token is one of the configured tokens of another topic | 400 `DeviceTokenNotForTopic` |
+/// | 13 | the topic is nothing but a suffix | 400 `BadTopic` |
+/// | 14 | allowed topics are configured and neither the topic nor the topic less its suffix (the app) is one of them | 400 `TopicDisallowed` |
+/// | 15 | `apns-priority` is present and not 10, 5 or 1 | 400 `BadPriority` |
+/// | 16 | `apns-expiration` is present and not an integer | 400 `BadExpirationDate` |
+/// | 17 | `apns-collapse-id` is over 64 bytes | 400 `BadCollapseId` |
+/// | 18 | `apns-id` is present and not a canonical 8-4-4-4-12 UUID | 400 `BadMessageId` |
+/// | 19 | empty body | 400 `PayloadEmpty` |
+/// | 20 | body over 4096 bytes (5120 for `apns-push-type: voip`) | 413 `PayloadTooLarge` |
+/// | 21 | the token is one of the configured invalid tokens | 400 `BadDeviceToken` |
+/// | 22 | the token is one of the configured unregistered tokens | 410 `Unregistered` + `timestamp` |
+/// | 23 | the token is one of the configured tokens of another topic | 400 `DeviceTokenNotForTopic` |
 ///
 /// Whatever goes wrong with the request line comes first, authentication next (APNs learns the
 /// team before it reads the notification), then the notification's own headers and body, and the
@@ -46,16 +47,6 @@ struct HTTP2RequestValidator {
     /// The largest body any push type may carry, in bytes.
     static let largestPayload = 5120
     static let payloadLimit = 4096
-    static let pushTypes: Set<String> = [
-        "alert", "background", "location", "voip", "complication", "fileprovider", "mdm", "liveactivity", "pushtotalk", "widgets",
-    ]
-    /// The suffix a push type's topic carries after the bundle ID; the other types use the bundle
-    /// ID itself (`mdm` uses the certificate's UID, which has no suffix either).
-    static let topicSuffixes: [(pushType: String, suffix: String)] = [
-        ("voip", ".voip"), ("complication", ".complication"), ("fileprovider", ".pushkit.fileprovider"),
-        ("location", ".location-query"), ("liveactivity", ".push-type.liveactivity"), ("pushtotalk", ".voip-ptt"),
-        ("widgets", ".push-type.widgets"),
-    ]
     private static let devicePathPrefix = "/3/device/"
 
     private let invalidTokens: Set<DeviceToken>
@@ -145,17 +136,19 @@ struct HTTP2RequestValidator {
         }
         guard let topic = request.topic, !topic.isEmpty else { return .rejected(status: 400, reason: .missingTopic, timestamp: nil) }
         guard topic.utf8.allSatisfy(Self.isTopicCharacter) else { return .rejected(status: 400, reason: .badTopic, timestamp: nil) }
-        if let pushType = request.pushType, !Self.pushTypes.contains(pushType) {
+        if let pushType = request.pushType, !APNsPushType.all.contains(pushType) {
             return .rejected(status: 400, reason: .invalidPushType, timestamp: nil)
         }
-        let suffix = Self.topicSuffixes.first { topic.hasSuffix($0.suffix) }
+        let suffix = APNsPushType.suffixedPushType(of: topic)
         if let suffix, request.pushType != suffix.pushType {
             return .rejected(status: 400, reason: .invalidPushType, timestamp: nil)
         }
-        if suffix == nil, let pushType = request.pushType, Self.topicSuffixes.contains(where: { $0.pushType == pushType }) {
+        if suffix == nil, let pushType = request.pushType, APNsPushType.topicSuffix(for: pushType) != nil {
             return .rejected(status: 400, reason: .deviceTokenNotForTopic, timestamp: nil)
         }
-        if let allowed = self.allowedTopics, !allowed.contains(String(topic.dropLast(suffix?.suffix.count ?? 0))) {
+        let app = topic.dropLast(suffix?.suffix.count ?? 0)
+        guard !app.isEmpty else { return .rejected(status: 400, reason: .badTopic, timestamp: nil) }
+        if let allowed = self.allowedTopics, !allowed.contains(topic), !allowed.contains(String(app)) {
             return .rejected(status: 400, reason: .topicDisallowed, timestamp: nil)
         }
         if let priority = request.priority, priority != "10", priority != "5", priority != "1" {

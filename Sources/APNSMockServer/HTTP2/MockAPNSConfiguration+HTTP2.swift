@@ -40,9 +40,9 @@ extension MockAPNSConfiguration {
         /// Keys whose provider tokens are accepted. Defaults to none: only client certificates
         /// authenticate.
         public var providerKeys: [ProviderKey]
-        /// The apps (bundle IDs) that may be pushed to. A topic is an app's bundle ID plus the suffix
-        /// its push type requires (`.voip`, `.complication`, …); a topic whose app is not listed
-        /// gets 400 `TopicDisallowed`. `nil` (the default) allows any well-formed topic.
+        /// The topics that may be pushed to. An entry is an app's bundle ID, which allows it with
+        /// every push type's suffix (`.voip`, `.complication`, …), or one exact topic; any other
+        /// topic gets 400 `TopicDisallowed`. `nil` (the default) allows any well-formed topic.
         public var allowedTopics: Set<String>?
         /// Tokens registered for another topic (another app, or the same app's other push type):
         /// answered 400 `DeviceTokenNotForTopic`. Defaults to none.

@@ -20,7 +20,12 @@ public final class HTTP2WriteCoalescer: ChannelOutboundHandler, RemovableChannel
     public typealias OutboundOut = IOData
 
     private var isHoldingFlushes = false
+    /// The bytes written since the last flush.
     private var pending: ByteBuffer? = nil
+    /// The last batch's storage. The TLS handler holds it until its flush has encrypted it, so it
+    /// is cleared (and then, being unique again, reused without an allocation) only at the next
+    /// write.
+    private var spare: ByteBuffer? = nil
     private var promises: [EventLoopPromise<Void>] = []
     private var context: ChannelHandlerContext? = nil
 
@@ -36,7 +41,7 @@ public final class HTTP2WriteCoalescer: ChannelOutboundHandler, RemovableChannel
     /// Call on the channel's event loop.
     public func releaseAndFlush() {
         self.isHoldingFlushes = false
-        guard let context = self.context, let pending = self.pending, pending.readableBytes > 0 else { return }
+        guard let context = self.context, (self.pending?.readableBytes ?? 0) > 0 else { return }
         self.writePending(context: context)
         context.flush()
     }
@@ -48,7 +53,15 @@ public final class HTTP2WriteCoalescer: ChannelOutboundHandler, RemovableChannel
     public func write(context: ChannelHandlerContext, data: NIOAny, promise: EventLoopPromise<Void>?) {
         switch self.unwrapOutboundIn(data) {
         case .byteBuffer(let bytes):
-            if self.pending == nil { self.pending = context.channel.allocator.buffer(capacity: max(bytes.readableBytes, 16_384)) }
+            if self.pending == nil {
+                if var spare = self.spare {
+                    self.spare = nil
+                    spare.clear()
+                    self.pending = spare
+                } else {
+                    self.pending = context.channel.allocator.buffer(capacity: max(bytes.readableBytes, 16_384))
+                }
+            }
             self.pending!.writeImmutableBuffer(bytes)
             if let promise { self.promises.append(promise) }
         case .fileRegion:
@@ -75,7 +88,7 @@ public final class HTTP2WriteCoalescer: ChannelOutboundHandler, RemovableChannel
     }
 
     private func writePending(context: ChannelHandlerContext) {
-        guard var bytes = self.pending, bytes.readableBytes > 0 else { return }
+        guard let bytes = self.pending, bytes.readableBytes > 0 else { return }
         let promise: EventLoopPromise<Void>?
         switch self.promises.count {
         case 0: promise = nil
@@ -86,16 +99,14 @@ public final class HTTP2WriteCoalescer: ChannelOutboundHandler, RemovableChannel
             promise = combined
         }
         self.promises.removeAll(keepingCapacity: true)
-        // Keep the allocation: once the TLS handler has encrypted the bytes it drops its reference,
-        // so the next batch usually writes into the same storage without a copy.
         self.pending = nil
         context.write(self.wrapOutboundOut(.byteBuffer(bytes)), promise: promise)
-        bytes.clear()
-        self.pending = bytes
+        self.spare = bytes
     }
 
     private func failPending() {
-        self.pending?.clear()
+        self.pending = nil
+        self.spare = nil
         let promises = self.promises
         self.promises.removeAll()
         for promise in promises { promise.fail(ChannelError.ioOnClosedChannel) }

@@ -16,7 +16,7 @@ struct Launch: AsyncParsableCommand {
             """
     )
 
-    @Option(help: "The app's bundle ID (the APNs topic).")
+    @Option(help: "The APNs topic: the app's bundle ID, plus the push type's suffix for those that have one (com.example.app.voip for voip).")
     var topic: String
 
     @Option(help: "The payload: JSON text, or @FILE.")
@@ -66,6 +66,16 @@ struct Launch: AsyncParsableCommand {
         if let id = self.campaignId, UUID(uuidString: id) == nil { throw ValidationError("--campaign-id must be a UUID, got \"\(id)\"") }
         if let collapse = self.collapseId, collapse.utf8.count > 64 { throw ValidationError("--collapse-id is \(collapse.utf8.count) bytes; APNs allows 64") }
         guard !self.topic.isEmpty else { throw ValidationError("--topic must not be empty") }
+        if self.protocol == "http2" {
+            guard APNsPushType.all.contains(self.pushType) else {
+                throw ValidationError("--push-type \(self.pushType) is not one of \(APNsPushType.all.sorted().joined(separator: ", "))")
+            }
+            // APNs rejects every notification of such a campaign, and the answer
+            // (DeviceTokenNotForTopic) would quarantine every token of the audience.
+            if let mismatch = APNsPushType.mismatch(topic: self.topic, pushType: self.pushType) {
+                throw ValidationError("--topic and --push-type do not match: \(mismatch)")
+            }
+        }
     }
 
     func run() async throws {

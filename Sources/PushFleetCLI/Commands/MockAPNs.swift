@@ -40,7 +40,7 @@ struct MockAPNs: AsyncParsableCommand {
     @Option(help: ArgumentHelp("A provider-token key the HTTP/2 API accepts (repeatable).", valueName: "KID:TEAM:PUBLIC_PEM_FILE"))
     var providerKey: [String] = []
 
-    @Option(help: "An app (bundle ID) the HTTP/2 API accepts pushes for, with its push types' topic suffixes (repeatable); without any, every well-formed topic.")
+    @Option(help: "A topic the HTTP/2 API accepts (repeatable): a bundle ID allows it with every push type's suffix (.voip, …); without any, every well-formed topic.")
     var allowedTopic: [String] = []
 
     @Option(help: "HTTP/2 SETTINGS_MAX_CONCURRENT_STREAMS once a request authenticated (1 before).")
@@ -103,7 +103,7 @@ struct MockAPNs: AsyncParsableCommand {
         }
         guard self.errorDelayMs >= 0 else { throw ValidationError("--error-delay-ms must not be negative") }
         guard self.maxConcurrentStreams >= 1 else { throw ValidationError("--max-concurrent-streams must be at least 1") }
-        if let idle = self.idleTimeoutS, !(idle > 0) { throw ValidationError("--idle-timeout-s must be positive") }
+        if let idle = self.idleTimeoutS, !(idle > 0 && idle <= 86_400) { throw ValidationError("--idle-timeout-s is more than 0 and at most 86400") }
         for (flag, value) in [
             ("--too-many-requests-every", self.tooManyRequestsEvery), ("--internal-server-error-every", self.internalServerErrorEvery),
             ("--service-unavailable-every", self.serviceUnavailableEvery), ("--goaway-after", self.goAwayAfter),
