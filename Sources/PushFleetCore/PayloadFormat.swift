@@ -13,6 +13,11 @@ public struct PayloadFormat: Hashable, Sendable, CustomStringConvertible {
     /// HTTP/2 provider API, VoIP pushes: 5120 bytes.
     public static let voip = Self(.voip)
 
+    /// The HTTP/2 format for notifications of `pushType` (`apns-push-type`): VoIP pushes may be larger.
+    public static func http2(pushType: String?) -> Self {
+        pushType == "voip" ? .voip : .http2
+    }
+
     /// The largest payload accepted, in bytes of UTF-8 JSON.
     public var maximumByteCount: Int {
         switch self.base {

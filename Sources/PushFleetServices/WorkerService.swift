@@ -48,7 +48,7 @@ public final class WorkerService: Sendable {
     /// What the slot loop hears from its runs.
     private enum RunEvent: Sendable {
         case feedEnded(run: UInt64)
-        case ended(run: UInt64, ShardRun.Ending)
+        case ended(run: UInt64)
     }
 
     private struct Claim: Sendable {
@@ -108,7 +108,7 @@ public final class WorkerService: Sendable {
                             // A shard given up on stops the channel before its deadline is lifted.
                             if ending == .leaseLost || ending == .abandoned { context.halt() }
                             context.unregister(run)
-                            sink.yield(.ended(run: run, ending))
+                            sink.yield(.ended(run: run))
                         }
                         continue
                     }
@@ -121,13 +121,13 @@ public final class WorkerService: Sendable {
                 switch event {
                 case .feedEnded(let run):
                     if feeding == run { feeding = nil }
-                case .ended(let run, let ending):
+                case .ended(let run):
                     active -= 1
                     if feeding == run { feeding = nil }
-                    if (ending == .leaseLost || ending == .abandoned || context.isHalted) && !resetting {
-                        // Stop sending that shard at once; the slot's other shards are released.
+                    if context.isHalted && !resetting {
+                        // A shard was given up on (its task halted the channel before its deadline
+                        // was lifted): the slot's other shards are released.
                         resetting = true
-                        context.halt()
                         context.broadcast(.channelReset)
                     }
                 }

@@ -109,8 +109,7 @@ final class HTTP2GatewayHandler: ChannelInboundHandler {
         if !self.answers.isEmpty { self.writeAnswers(context: context) }
         if self.wroteSinceFlush {
             self.wroteSinceFlush = false
-            context.flush()
-            self.coalescer.releaseAndFlush()
+            self.coalescer.flushBatch(from: context)
         }
         self.closeIfDone(context: context)
         context.fireChannelReadComplete()
@@ -239,10 +238,7 @@ final class HTTP2GatewayHandler: ChannelInboundHandler {
         }
         self.rejections[reason.rawValue, default: 0] += 1
         headers.add(name: "content-type", value: "application/json")
-        var body = context.channel.allocator.buffer(capacity: 64)
-        body.writeString("{\"reason\":\"\(reason.rawValue)\"")
-        if let timestamp { body.writeString(",\"timestamp\":\(timestamp)") }
-        body.writeString("}")
+        let body = Self.errorBody(reason, timestamp: timestamp, allocator: context.channel.allocator)
         self.answers.append(HTTP2Frame(streamID: streamID, payload: .headers(.init(headers: headers))))
         self.answers.append(HTTP2Frame(streamID: streamID, payload: .data(.init(data: .byteBuffer(body), endStream: true))))
         self.answerCount += 1
@@ -272,8 +268,7 @@ final class HTTP2GatewayHandler: ChannelInboundHandler {
             let (handler, context) = loopBound.value
             guard !handler.closing else { return }
             handler.writeInOrder(context: context, frames)
-            context.flush()
-            handler.coalescer.releaseAndFlush()
+            handler.coalescer.flushBatch(from: context)
             handler.unanswered -= count
             handler.closeIfDone(context: context)
         }
@@ -281,7 +276,7 @@ final class HTTP2GatewayHandler: ChannelInboundHandler {
 
     /// Writes answer frames so that they leave in the order given: `NIOHTTP2Handler` sends the DATA
     /// frames of one flush in no particular order, so each is flushed out of it at once, and
-    /// ``HTTP2WriteCoalescer`` holds the bytes until the caller's `releaseAndFlush()`.
+    /// ``HTTP2WriteCoalescer`` holds the bytes until the caller's `flushBatch(from:)`.
     private func writeInOrder(context: ChannelHandlerContext, _ frames: [HTTP2Frame]) {
         self.coalescer.holdFlushes()
         for frame in frames {
@@ -320,11 +315,19 @@ final class HTTP2GatewayHandler: ChannelInboundHandler {
         self.closing = true
         self.idleCheck?.cancel()
         self.ledger.recordClose(cause)
-        var debugData = context.channel.allocator.buffer(capacity: 16 + reason.rawValue.utf8.count)
-        debugData.writeString("{\"reason\":\"\(reason.rawValue)\"}")
+        let debugData = Self.errorBody(reason, timestamp: nil, allocator: context.channel.allocator)
         let frame = HTTP2Frame(streamID: .rootStream, payload: .goAway(lastStreamID: lastStreamID, errorCode: .noError, opaqueData: debugData))
         let loopBound = NIOLoopBound(context, eventLoop: context.eventLoop)
         context.writeAndFlush(self.wrapOutboundOut(frame)).whenComplete { _ in loopBound.value.close(promise: nil) }
+    }
+
+    /// APNs' JSON error body, `{"reason":"…"}` with `"timestamp"` for 410; GOAWAY carries it too.
+    private static func errorBody(_ reason: HTTP2Reason, timestamp: Int64?, allocator: ByteBufferAllocator) -> ByteBuffer {
+        var body = allocator.buffer(capacity: 48 + reason.rawValue.utf8.count)
+        body.writeString("{\"reason\":\"\(reason.rawValue)\"")
+        if let timestamp { body.writeString(",\"timestamp\":\(timestamp)") }
+        body.writeString("}")
+        return body
     }
 
     private func flushLedger() {

@@ -45,8 +45,7 @@ struct HTTP2RequestValidator {
     }
 
     /// The largest body any push type may carry, in bytes.
-    static let largestPayload = 5120
-    static let payloadLimit = 4096
+    static let largestPayload = PayloadFormat.voip.maximumByteCount
     private static let devicePathPrefix = "/3/device/"
 
     private let invalidTokens: Set<DeviceToken>
@@ -164,7 +163,7 @@ struct HTTP2RequestValidator {
             return .rejected(status: 400, reason: .badMessageId, timestamp: nil)
         }
         guard bodyBytes > 0 else { return .rejected(status: 400, reason: .payloadEmpty, timestamp: nil) }
-        guard bodyBytes <= (request.pushType == "voip" ? Self.largestPayload : Self.payloadLimit) else {
+        guard bodyBytes <= PayloadFormat.http2(pushType: request.pushType).maximumByteCount else {
             return .rejected(status: 413, reason: .payloadTooLarge, timestamp: nil)
         }
         if !self.invalidTokens.isEmpty, self.invalidTokens.contains(token) {

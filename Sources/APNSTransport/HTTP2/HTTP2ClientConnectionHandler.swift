@@ -52,8 +52,8 @@ final class HTTP2ClientConnectionHandler: ChannelInboundHandler {
 
     /// Sends everything written so far in one TLS write.
     func flush() {
-        self.context?.flush()
-        self.coalescer.releaseAndFlush()
+        guard let context = self.context else { return }
+        self.coalescer.flushBatch(from: context)
     }
 
     func ping() {

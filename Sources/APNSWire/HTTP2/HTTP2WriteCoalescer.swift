@@ -9,12 +9,10 @@ public import NIOCore
 ///   stream ids. The peer then completes streams out of order, and both ends remove stream state
 ///   from the middle of their ordered stream maps, which costs O(open streams) per stream. Flushing
 ///   `NIOHTTP2Handler` after every request keeps DATA in stream order; between ``holdFlushes()``
-///   and ``releaseAndFlush()`` this handler keeps those flushes from reaching the socket.
+///   and ``flushBatch(from:)`` this handler keeps those flushes from reaching the socket.
 ///
 /// Bytes reach the network at the first flush that is not held, exactly as they would have at the
-/// next flush without this handler. ``releaseAndFlush()`` flushes itself: `NIOHTTP2Handler` passes a
-/// flush on only if it wrote a frame since the last one, and the held flushes were its last.
-/// Unflushed writes fail when the channel closes.
+/// next flush without this handler. Unflushed writes fail when the channel closes.
 public final class HTTP2WriteCoalescer: ChannelOutboundHandler, RemovableChannelHandler {
     public typealias OutboundIn = IOData
     public typealias OutboundOut = IOData
@@ -31,17 +29,21 @@ public final class HTTP2WriteCoalescer: ChannelOutboundHandler, RemovableChannel
 
     public init() {}
 
-    /// From now until ``releaseAndFlush()``, flushes from the handlers above are not passed on.
+    /// From now until ``flushBatch(from:)``, flushes from the handlers above are not passed on.
     /// Call on the channel's event loop.
     public func holdFlushes() {
         self.isHoldingFlushes = true
     }
 
-    /// Ends ``holdFlushes()`` and sends what was written since the last flush, in one write.
+    /// Ends the batch: flushes the handlers above through `above` (a context above this handler),
+    /// then sends everything written since the last flush in one write. Ending the hold and
+    /// flushing here, not only through `above`, matters: `NIOHTTP2Handler` passes a flush on only if
+    /// it wrote a frame since its last one, and the held flushes were its last.
     /// Call on the channel's event loop.
-    public func releaseAndFlush() {
+    public func flushBatch(from above: ChannelHandlerContext) {
+        above.flush()
         self.isHoldingFlushes = false
-        guard let context = self.context, (self.pending?.readableBytes ?? 0) > 0 else { return }
+        guard let context = self.context, self.pending != nil else { return }
         self.writePending(context: context)
         context.flush()
     }
@@ -88,7 +90,7 @@ public final class HTTP2WriteCoalescer: ChannelOutboundHandler, RemovableChannel
     }
 
     private func writePending(context: ChannelHandlerContext) {
-        guard let bytes = self.pending, bytes.readableBytes > 0 else { return }
+        guard let bytes = self.pending else { return }
         let promise: EventLoopPromise<Void>?
         switch self.promises.count {
         case 0: promise = nil

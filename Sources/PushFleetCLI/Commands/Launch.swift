@@ -80,7 +80,7 @@ struct Launch: AsyncParsableCommand {
 
     func run() async throws {
         let binary = self.protocol == "binary"
-        let format: PayloadFormat = binary ? .binaryFrame : (self.pushType == "voip" ? .voip : .http2)
+        let format: PayloadFormat = binary ? .binaryFrame : .http2(pushType: self.pushType)
         let payload = try PayloadOption.load(self.payload, format: format)
         let reader = try self.tokens.map { try TokenFileReader(path: $0) }
         let logger = makeLogger("pushfleet.launch")

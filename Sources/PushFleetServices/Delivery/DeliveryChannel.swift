@@ -71,7 +71,7 @@ public struct DeliveryTransport: Sendable {
             connectionsPerChannel: max(1, configuration.connections),
             makeChannel: { HTTP2Channel(sender: try HTTP2Sender(configuration: configuration, eventLoop: group.next(), logger: logger)) },
             makeTemplate: { descriptor in
-                let payload = try Payload(jsonText: descriptor.payload, format: descriptor.pushType == "voip" ? .voip : .http2)
+                let payload = try Payload(jsonText: descriptor.payload, format: .http2(pushType: descriptor.pushType))
                 return .http2(
                     HTTP2NotificationTemplate(
                         topic: descriptor.topic, pushType: descriptor.pushType, priority: descriptor.priority,
