@@ -147,6 +147,11 @@ let package = Package(
             swiftSettings: strictSettings
         ),
         .testTarget(
+            name: "PushFleetServicesTests",
+            dependencies: ["PushFleetServices", "PushFleetRedis", "PushFleetCore"],
+            swiftSettings: strictSettings
+        ),
+        .testTarget(
             name: "IntegrationTests",
             dependencies: [
                 "PushFleetCore", "APNSWire", "APNSTransport", "APNSMockServer", "PushFleetTestSupport",

@@ -48,6 +48,7 @@ struct HTTP2GatewayFixture {
         allowedTopics: Set<String>? = nil,
         maxConcurrentStreams: Int = 1000,
         idleTimeout: TimeAmount? = nil,
+        connectionWindow: Int = 1 << 24,
         faults: MockAPNSConfiguration.HTTP2Faults = .init()
     ) async throws -> HTTP2GatewayFixture {
         let certificates = try TestCertificates.shared()
@@ -70,6 +71,7 @@ struct HTTP2GatewayFixture {
                 otherTopicTokens: otherTopicTokens,
                 maxConcurrentStreams: maxConcurrentStreams,
                 idleTimeout: idleTimeout,
+                connectionWindow: connectionWindow,
                 now: { clock.now }
             ),
             http2Faults: faults

@@ -25,9 +25,6 @@ final class HTTP2GatewayHandler: ChannelInboundHandler {
         var bodyBytes = 0
     }
 
-    /// The connection-level receive window kept open, in bytes.
-    private static let connectionWindow = 1 << 24
-
     private let configuration: MockAPNSConfiguration
     private let faults: MockAPNSConfiguration.HTTP2Faults
     private let ledger: DeliveryLedger
@@ -48,7 +45,7 @@ final class HTTP2GatewayHandler: ChannelInboundHandler {
     private var idleCheck: Scheduled<Void>? = nil
     private var certificateVerified: Bool? = nil
     private var windowOpened = false
-    private var consumedBytes = 0
+    private var receiveWindow: HTTP2InboundWindow
     private var wroteSinceFlush = false
     /// This read burst's answers, written in `channelReadComplete` (or after the answer delay).
     private var answers: [HTTP2Frame] = []
@@ -72,6 +69,7 @@ final class HTTP2GatewayHandler: ChannelInboundHandler {
         self.coalescer = coalescer
         self.logger = logger
         self.validator = HTTP2RequestValidator(configuration: configuration, keys: keys)
+        self.receiveWindow = HTTP2InboundWindow(target: configuration.http2.connectionWindow)
         self.fingerprints.reserveCapacity(256)
     }
 
@@ -88,7 +86,9 @@ final class HTTP2GatewayHandler: ChannelInboundHandler {
             self.windowOpened = true
             self.lastRequestStarted = .now()
             self.scheduleIdleCheck(context: context)
-            self.write(context: context, HTTP2Frame(streamID: .rootStream, payload: .windowUpdate(windowSizeIncrement: Self.connectionWindow - 65_535)))
+            if let increment = self.receiveWindow.initialIncrement {
+                self.write(context: context, HTTP2Frame(streamID: .rootStream, payload: .windowUpdate(windowSizeIncrement: increment)))
+            }
         }
         switch frame.payload {
         case .headers(let headers):
@@ -161,10 +161,9 @@ final class HTTP2GatewayHandler: ChannelInboundHandler {
     }
 
     private func receivedData(context: ChannelHandlerContext, streamID: HTTP2StreamID, data: HTTP2Frame.FramePayload.Data) {
-        self.consumedBytes += data.data.readableBytes + (data.paddingBytes.map { $0 + 1 } ?? 0)
-        if self.consumedBytes >= Self.connectionWindow / 2 {
-            self.write(context: context, HTTP2Frame(streamID: .rootStream, payload: .windowUpdate(windowSizeIncrement: self.consumedBytes)))
-            self.consumedBytes = 0
+        let length = HTTP2InboundWindow.flowControlledLength(payload: data.data.readableBytes, paddingBytes: data.paddingBytes)
+        if let increment = self.receiveWindow.received(length) {
+            self.write(context: context, HTTP2Frame(streamID: .rootStream, payload: .windowUpdate(windowSizeIncrement: increment)))
         }
         guard var request = self.pending[streamID] else { return }  // refused, reset, or answered early
         request.bodyBytes += data.data.readableBytes

@@ -55,6 +55,11 @@ extension MockAPNSConfiguration {
         /// (NO_ERROR, debug data `{"reason":"IdleTimeout"}`); PING frames do not keep it open.
         /// `nil` (the default) keeps idle connections.
         public var idleTimeout: TimeAmount?
+        /// The connection-level window the gateway keeps open for request bodies, in bytes; credit
+        /// is returned once half of it has been read. Defaults to 16 MiB. A small window (65,535,
+        /// HTTP/2's default) makes the client wait for `WINDOW_UPDATE` often, as a less generous
+        /// gateway would.
+        public var connectionWindow: Int
         /// The wall clock in milliseconds since 1970, for provider-token ages, the 20-minute token
         /// update rule and 410 timestamps. Defaults to the system clock; tests move it.
         public var now: @Sendable () -> Int64
@@ -65,8 +70,10 @@ extension MockAPNSConfiguration {
             otherTopicTokens: Set<DeviceToken> = [],
             maxConcurrentStreams: Int = 1000,
             idleTimeout: TimeAmount? = nil,
+            connectionWindow: Int = 1 << 24,
             now: (@Sendable () -> Int64)? = nil
         ) {
+            self.connectionWindow = min(max(connectionWindow, 1), Int(Int32.max))
             self.providerKeys = providerKeys
             self.allowedTopics = allowedTopics
             self.otherTopicTokens = otherTopicTokens

@@ -7,6 +7,11 @@ import NIOTLS
 /// Translates one HTTP/2 connection's frames and events for ``HTTP2SenderCore`` and writes the
 /// frames it asks for. Decides nothing itself. Sits after `NIOHTTP2Handler` (no multiplexer), so it
 /// sees every frame of every stream.
+///
+/// Without a multiplexer nothing else returns flow-control credit, so this handler does: answer
+/// bodies (every rejection carries one) are counted against the connection's window and, while a
+/// stream stays open, its own, and `WINDOW_UPDATE` goes out as ``HTTP2InboundWindow`` decides. A
+/// connection carries any number of rejections without waiting for credit.
 final class HTTP2ClientConnectionHandler: ChannelInboundHandler {
     typealias InboundIn = HTTP2Frame
     typealias OutboundOut = HTTP2Frame
@@ -15,12 +20,17 @@ final class HTTP2ClientConnectionHandler: ChannelInboundHandler {
     private let connection: HTTP2Connection
     private let coalescer: HTTP2WriteCoalescer
     private var context: ChannelHandlerContext?
-    /// Answers whose HEADERS came without END_STREAM: their status and the body so far.
-    private var partial: [Int32: (status: Int, body: ByteBuffer?)] = [:]
+    /// Answers whose HEADERS came without END_STREAM: their status, the body so far, and the
+    /// stream's receive window.
+    private var partial: [Int32: (status: Int, body: ByteBuffer?, window: HTTP2InboundWindow)] = [:]
+    private var connectionWindow: HTTP2InboundWindow
+    /// A `WINDOW_UPDATE` was written during this read burst and waits for its flush.
+    private var creditWritten = false
     private var error: (any Error)?
 
-    init(core: HTTP2SenderCore, connection: HTTP2Connection, coalescer: HTTP2WriteCoalescer) {
+    init(core: HTTP2SenderCore, connection: HTTP2Connection, coalescer: HTTP2WriteCoalescer, connectionWindow: Int) {
         self.core = core
+        self.connectionWindow = HTTP2InboundWindow(target: connectionWindow)
         self.connection = connection
         self.coalescer = coalescer
     }
@@ -76,6 +86,11 @@ final class HTTP2ClientConnectionHandler: ChannelInboundHandler {
             }
         } else if let event = event as? TLSUserEvent, case .handshakeCompleted(let negotiated) = event {
             if negotiated == "h2" {
+                if let increment = self.connectionWindow.initialIncrement {
+                    self.returnCredit(context: context, streamID: .rootStream, increment)
+                    self.creditWritten = false
+                    self.coalescer.flushBatch(from: context)
+                }
                 self.core.connectionReady(self.connection, channel: context.channel, handler: self)
             } else {
                 self.error = NotHTTP2(negotiated: negotiated)
@@ -104,10 +119,12 @@ final class HTTP2ClientConnectionHandler: ChannelInboundHandler {
                 if headers.endStream {
                     self.core.answered(self.connection, streamID: id, status: status, body: nil)
                 } else {
-                    self.partial[id] = (status, nil)
+                    self.partial[id] = (status, nil, HTTP2InboundWindow(target: HTTP2InboundWindow.protocolDefault))
                 }
             }
         case .data(let data):
+            let length = HTTP2InboundWindow.flowControlledLength(payload: data.data.readableBytes, paddingBytes: data.paddingBytes)
+            if let increment = self.connectionWindow.received(length) { self.returnCredit(context: context, streamID: .rootStream, increment) }
             guard var answer = self.partial[id] else { break }
             if case .byteBuffer(var bytes) = data.data, bytes.readableBytes > 0 {
                 if answer.body == nil {
@@ -120,6 +137,8 @@ final class HTTP2ClientConnectionHandler: ChannelInboundHandler {
                 self.partial.removeValue(forKey: id)
                 self.core.answered(self.connection, streamID: id, status: answer.status, body: answer.body)
             } else {
+                // A body longer than half a stream window: the stream needs credit of its own.
+                if let increment = answer.window.received(length) { self.returnCredit(context: context, streamID: frame.streamID, increment) }
                 self.partial[id] = answer
             }
         case .settings(.settings(let settings)):
@@ -136,7 +155,18 @@ final class HTTP2ClientConnectionHandler: ChannelInboundHandler {
 
     func channelReadComplete(context: ChannelHandlerContext) {
         self.core.readComplete(self.connection)
+        if self.creditWritten {
+            // The core's batch, if it wrote one, has carried the update already; this is cheap then.
+            self.creditWritten = false
+            self.coalescer.flushBatch(from: context)
+        }
         context.fireChannelReadComplete()
+    }
+
+    /// Writes `WINDOW_UPDATE`; it leaves with the next flush, at the latest at the end of this read burst.
+    private func returnCredit(context: ChannelHandlerContext, streamID: HTTP2StreamID, _ increment: Int) {
+        context.write(self.wrapOutboundOut(HTTP2Frame(streamID: streamID, payload: .windowUpdate(windowSizeIncrement: increment))), promise: nil)
+        self.creditWritten = true
     }
 
     func channelWritabilityChanged(context: ChannelHandlerContext) {

@@ -50,6 +50,10 @@ extension HTTP2Sender {
         public var maximumStreamsPerConnection: Int
         /// Consecutive 500 answers on one connection after which it is replaced. Defaults to 3.
         public var serverErrorLimit: Int
+        /// The connection-level window kept open for answer bodies, in bytes; credit goes back in
+        /// one `WINDOW_UPDATE` once half of it was read. Defaults to 1 MiB (about 30,000
+        /// rejections' bodies); 65,535, HTTP/2's default, returns credit every thousand or so.
+        public var connectionWindow: Int
         /// Time allowed for TCP connect. Defaults to 10 seconds.
         public var connectTimeout: TimeAmount
         /// Delays between failing connection attempts. Defaults to 100 ms doubling to 30 s.
@@ -74,6 +78,7 @@ extension HTTP2Sender {
             maximumQueued: Int = 10_000,
             maximumStreamsPerConnection: Int = 1000,
             serverErrorLimit: Int = 3,
+            connectionWindow: Int = 1 << 20,
             connectTimeout: TimeAmount = .seconds(10),
             reconnectBackoff: Backoff = Backoff(),
             retryBackoff: Backoff = Backoff(initial: 100_000_000, maximum: 10_000_000_000),
@@ -92,6 +97,7 @@ extension HTTP2Sender {
             self.maximumQueued = max(1, maximumQueued)
             self.maximumStreamsPerConnection = max(1, maximumStreamsPerConnection)
             self.serverErrorLimit = max(1, serverErrorLimit)
+            self.connectionWindow = min(max(connectionWindow, HTTP2InboundWindow.protocolDefault), Int(Int32.max))
             self.connectTimeout = connectTimeout
             self.reconnectBackoff = reconnectBackoff
             self.retryBackoff = retryBackoff

@@ -183,6 +183,7 @@ final class HTTP2SenderCore {
         let hostname = self.configuration.serverHostname ?? self.configuration.host
         let isIPAddress = (try? SocketAddress(ipAddress: hostname, port: 0)) != nil
         let sslContext = self.sslContext
+        let window = self.configuration.connectionWindow
         let core = NIOLoopBound(self, eventLoop: self.eventLoop)
         let bound = NIOLoopBound(connection, eventLoop: self.eventLoop)
         ClientBootstrap(group: self.eventLoop)
@@ -207,7 +208,9 @@ final class HTTP2SenderCore {
                             contentLengthValidation: .disabled
                         )
                     )
-                    try sync.addHandler(HTTP2ClientConnectionHandler(core: core.value, connection: bound.value, coalescer: coalescer))
+                    try sync.addHandler(
+                        HTTP2ClientConnectionHandler(core: core.value, connection: bound.value, coalescer: coalescer, connectionWindow: window)
+                    )
                 }
             }
             .connect(host: self.configuration.host, port: self.configuration.port)

@@ -49,6 +49,9 @@ struct MockAPNs: AsyncParsableCommand {
     @Option(help: "HTTP/2: close a connection on which no request started for this many seconds with GOAWAY (IdleTimeout).")
     var idleTimeoutS: Double?
 
+    @Option(help: "HTTP/2: the connection window kept open for request bodies, in bytes (65535 makes clients wait for WINDOW_UPDATE often).")
+    var connectionWindow: Int = 1 << 24
+
     @Option(help: "File of tokens registered for another topic: HTTP/2 answers them 400 DeviceTokenNotForTopic.")
     var otherTopicTokens: String?
 
@@ -104,6 +107,9 @@ struct MockAPNs: AsyncParsableCommand {
         guard self.errorDelayMs >= 0 else { throw ValidationError("--error-delay-ms must not be negative") }
         guard self.maxConcurrentStreams >= 1 else { throw ValidationError("--max-concurrent-streams must be at least 1") }
         if let idle = self.idleTimeoutS, !(idle > 0 && idle <= 86_400) { throw ValidationError("--idle-timeout-s is more than 0 and at most 86400") }
+        guard (16_384...Int(Int32.max)).contains(self.connectionWindow) else {
+            throw ValidationError("--connection-window is 16384 to 2147483647 bytes, not \(self.connectionWindow)")
+        }
         for (flag, value) in [
             ("--too-many-requests-every", self.tooManyRequestsEvery), ("--internal-server-error-every", self.internalServerErrorEvery),
             ("--service-unavailable-every", self.serviceUnavailableEvery), ("--goaway-after", self.goAwayAfter),
@@ -153,7 +159,8 @@ struct MockAPNs: AsyncParsableCommand {
                 allowedTopics: self.allowedTopic.isEmpty ? nil : Set(self.allowedTopic),
                 otherTopicTokens: Set(try self.otherTopicTokens.map { try TokenFileReader(path: $0).readAll() } ?? []),
                 maxConcurrentStreams: self.maxConcurrentStreams,
-                idleTimeout: self.idleTimeoutS.map { .nanoseconds(Int64($0 * 1_000_000_000)) }
+                idleTimeout: self.idleTimeoutS.map { .nanoseconds(Int64($0 * 1_000_000_000)) },
+                connectionWindow: self.connectionWindow
             ),
             http2Faults: .init(
                 tooManyRequestsEvery: self.tooManyRequestsEvery,

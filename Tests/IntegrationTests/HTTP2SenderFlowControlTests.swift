@@ -1,0 +1,38 @@
+import APNSMockServer
+import APNSTransport
+import APNSWire
+import PushFleetCore
+import PushFleetTestSupport
+import Testing
+
+/// Flow control on one connection: every rejection carries a JSON body, and the bodies of a stale
+/// audience add up to far more than any window. The connection must carry them all without waiting
+/// for a request timeout, whether the gateway keeps a generous window for request bodies or grants
+/// credit 65,535 bytes at a time. The client keeps HTTP/2's 65,535-byte window here, so credit goes
+/// back some twenty times per run; its default (1 MiB) takes the same path, less often.
+@Suite struct HTTP2SenderFlowControlTests {
+    @Test(arguments: [(65_535, 1 << 24), (65_535, 65_535), (1 << 20, 65_535)])
+    func oneConnectionCarriesAnyNumberOfRejections(clientWindow: Int, gatewayWindow: Int) async throws {
+        let count = 20_000
+        let notifications = HTTP2SenderFixture.notifications(count)
+        // Half of them answered 400 BadDeviceToken, a quarter 410 Unregistered: about 500 KB of
+        // answer bodies, eight times HTTP/2's default window.
+        let invalid = Set(notifications.indices.filter { $0 % 2 == 0 }.map { notifications[$0].token })
+        let unregistered = Set(notifications.indices.filter { $0 % 4 == 1 }.map { notifications[$0].token })
+        let gateway = try await HTTP2GatewayFixture.start(
+            invalidTokens: invalid, unregisteredTokens: unregistered, connectionWindow: gatewayWindow
+        )
+        defer { Task { await gateway.stop() } }
+        var configuration = try HTTP2SenderFixture.configuration(port: gateway.port, certificate: true, maximumQueued: count)
+        configuration.connectionWindow = clientWindow
+        let (outcomes, statistics) = try await HTTP2SenderFixture.run(notifications, with: configuration)
+
+        #expect(outcomes.accepted.count == count - invalid.count - unregistered.count)
+        #expect(outcomes.rejected.count { $0.1.reason == .badDeviceToken } == invalid.count)
+        #expect(outcomes.rejected.count { $0.1.reason == .unregistered } == unregistered.count)
+        #expect(statistics.requestTimeouts == 0, "a stalled connection waited for its request timeout")
+        #expect(statistics.resentAfterConnectionLoss == 0)
+        #expect(statistics.connectionsOpened == 1)
+        #expect(gateway.ledger.snapshot().duplicateDeliveries == 0)
+    }
+}
