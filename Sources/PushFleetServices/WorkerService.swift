@@ -33,16 +33,19 @@ public final class WorkerService: Sendable {
         self.logger = logger
     }
 
-    /// Serves until `drain` is triggered, then drains and returns.
-    public func run(until drain: DrainSignal) async {
+    /// Serves until `drain` is triggered, then drains and returns what its senders counted.
+    @discardableResult
+    public func run(until drain: DrainSignal) async -> SenderTotals {
         let templates = TemplateCache()
         let slots = (self.configuration.connections + self.transport.connectionsPerChannel - 1) / self.transport.connectionsPerChannel
-        await withTaskGroup(of: Void.self) { group in
+        let totals = await withTaskGroup(of: SenderTotals.self) { group in
             for slot in 0..<slots {
                 group.addTask { await self.runSlot(slot, drain: drain, templates: templates) }
             }
+            return await group.reduce(SenderTotals(), +)
         }
         self.logger.info("worker drained")
+        return totals
     }
 
     /// What the slot loop hears from its runs.
@@ -56,10 +59,13 @@ public final class WorkerService: Sendable {
         var template: CampaignTemplate
     }
 
-    private func runSlot(_ slot: Int, drain: DrainSignal, templates: TemplateCache) async {
+    /// Works shards over one channel, replaced when a shard is given up on, until drained; returns
+    /// what its channels counted.
+    private func runSlot(_ slot: Int, drain: DrainSignal, templates: TemplateCache) async -> SenderTotals {
         let (events, sink) = AsyncStream.makeStream(of: RunEvent.self)
         var pending = events.makeAsyncIterator()
-        guard var context = await self.makeSlotContext(drain: drain) else { return }
+        var totals = SenderTotals()
+        guard var context = await self.makeSlotContext(drain: drain) else { return totals }
         var router = context.startRouting()
         let shardLimit = self.configuration.shardsPerConnection * self.transport.connectionsPerChannel
         var active = 0
@@ -76,7 +82,9 @@ public final class WorkerService: Sendable {
                         // go with it, and the slot starts over on a new connection.
                         await context.channel.shutdown()
                         await router.value
+                        // Without a new channel the slot ends, and the old one is counted there.
                         guard let fresh = await self.makeSlotContext(drain: drain) else { return }
+                        totals = totals + (await context.channel.totals())
                         context = fresh
                         router = context.startRouting()
                         resetting = false
@@ -133,8 +141,10 @@ public final class WorkerService: Sendable {
                 }
             }
         }
+        totals = totals + (await context.channel.totals())
         await context.channel.shutdown()
         await router.value
+        return totals
     }
 
     /// A new channel for a slot; retried every second while its credentials cannot be loaded, nil

@@ -79,7 +79,10 @@ struct Worker: AsyncParsableCommand {
         try await self.state.withQueue(logger: logger) { queue in
             let worker = WorkerService(configuration: configuration, queue: queue, transport: transport, logger: logger)
             logger.info("worker serving", metadata: ["topic": "\(self.topic)", "environment": "\(self.environment)", "protocol": "\(self.protocol)"])
-            await worker.run(until: drain)
+            let totals = await worker.run(until: drain)
+            // One line for scripts and tests: what the senders counted over the worker's life.
+            let json = String(decoding: try JSONEncoder().encode(totals), as: UTF8.self)
+            print("sender \(json)")
         }
     }
 

@@ -23,6 +23,34 @@ enum CampaignTemplate: Sendable {
     case http2(HTTP2NotificationTemplate)
 }
 
+/// What a worker's senders counted, summed over every channel it made; printed when it exits.
+public struct SenderTotals: Hashable, Sendable, Codable {
+    /// Connections opened to APNs.
+    public var connectionsOpened = 0
+    /// Requests (HTTP/2) or proof rounds (binary) that got no answer in time; each costs its
+    /// connection.
+    public var requestTimeouts = 0
+    /// Notifications written again that may have been delivered.
+    public var resent = 0
+    /// Requests repeated because APNs asked for it (HTTP/2 429, 500, 503).
+    public var retried = 0
+
+    public init() {}
+
+    static func + (a: Self, b: Self) -> Self {
+        var sum = a
+        sum.connectionsOpened += b.connectionsOpened
+        sum.requestTimeouts += b.requestTimeouts
+        sum.resent += b.resent
+        sum.retried += b.retried
+        return sum
+    }
+
+    enum CodingKeys: String, CodingKey {
+        case connectionsOpened = "connections_opened", requestTimeouts = "request_timeouts", resent, retried
+    }
+}
+
 /// One slot's sender, whichever protocol it speaks.
 protocol DeliveryChannel: Sendable {
     /// Hands `tokens` to the sender, tagged `firstTag`, `firstTag + 1`, …; suspends while the
@@ -35,6 +63,8 @@ protocol DeliveryChannel: Sendable {
     /// Since the channel was made: notifications written again that may have been delivered, and
     /// requests repeated because APNs asked for it.
     func repeats() async -> (resent: Int, retried: Int)
+    /// What the channel's sender counted since the channel was made.
+    func totals() async -> SenderTotals
     /// Closes the connection(s); unanswered notifications are dropped and the outcome stream ends.
     func shutdown() async
 }
@@ -121,6 +151,15 @@ struct BinaryChannel: DeliveryChannel {
         (await self.sender.statistics().framesResentAfterSilentClose, 0)
     }
 
+    func totals() async -> SenderTotals {
+        let statistics = await self.sender.statistics()
+        var totals = SenderTotals()
+        totals.connectionsOpened = statistics.connectionsOpened
+        totals.requestTimeouts = statistics.confirmationTimeouts
+        totals.resent = statistics.framesResentAfterSilentClose
+        return totals
+    }
+
     func shutdown() async { _ = await self.sender.shutdown() }
 }
 
@@ -164,6 +203,16 @@ struct HTTP2Channel: DeliveryChannel {
     func repeats() async -> (resent: Int, retried: Int) {
         let statistics = await self.sender.statistics()
         return (statistics.resentAfterConnectionLoss, statistics.retries)
+    }
+
+    func totals() async -> SenderTotals {
+        let statistics = await self.sender.statistics()
+        var totals = SenderTotals()
+        totals.connectionsOpened = statistics.connectionsOpened
+        totals.requestTimeouts = statistics.requestTimeouts
+        totals.resent = statistics.resentAfterConnectionLoss
+        totals.retried = statistics.retries
+        return totals
     }
 
     func shutdown() async { _ = await self.sender.shutdown() }

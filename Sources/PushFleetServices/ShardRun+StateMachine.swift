@@ -1,0 +1,325 @@
+import PushFleetCore
+import PushFleetRedis
+
+extension ShardRun {
+    /// The bookkeeping of one shard run, without I/O: what was handed to the channel, which
+    /// outcomes came back, what was checkpointed, and when to stop. Every input returns the one
+    /// action its driver (``ShardRun``) must carry out next; an action that has a sequel names the
+    /// input that reports it done (``Action/checkpoint(_:)`` → ``checkpointConfirmed(_:now:)`` and its
+    /// siblings), so a test can play a whole run as a transcript. The caller passes the time in.
+    ///
+    /// **Each outcome is counted once, whoever holds the shard.** Answers come back out of order
+    /// (pooled connections, retries, 500s and 503s), so the run keeps every outcome *above* the
+    /// low-water mark (the first position without an outcome) to itself and checkpoints only what
+    /// lies below it. A checkpoint's counts are therefore exactly the outcomes of
+    /// `[previous cursor, cursor)`, and the shard's counted outcomes are exactly its positions below
+    /// the stored cursor. A worker that resumes the shard at that cursor, after a crash, a freeze
+    /// or a release, sends and counts the positions above it anew, and none of them was counted
+    /// before: `accepted + rejected` can never exceed the shard's size. The price is that an
+    /// outcome above a slow answer waits to be counted until that answer arrives.
+    struct StateMachine {
+        struct Repeats: Hashable, Sendable {
+            var resent = 0
+            var retried = 0
+        }
+
+        enum Action: Hashable {
+            /// Nothing to do until the next input.
+            case none
+            /// Tell the feeder to stop after the window it is handing over; then ``feedingStopped(now:)``.
+            case stopFeeding
+            /// Stop the channel from writing anything more (the run is giving the shard up before
+            /// its outcomes came); then ``channelHalted(now:)``.
+            case haltChannel
+            /// Let the channel write until `until` (the lease, less a margin, by our clock); then
+            /// ``writeDeadlineExtended(now:)``.
+            case extendWriteDeadline(until: ContinuousClock.Instant)
+            /// Read the channel's repeats not yet reported (afresh when `fresh`: the run's last
+            /// checkpoint must hold them all); then ``repeatsCollected(_:now:)``.
+            case collectRepeats(fresh: Bool)
+            /// Send this checkpoint; then ``checkpointConfirmed(_:now:)``, ``checkpointRefused()`` or
+            /// ``checkpointFailed(now:)``.
+            case checkpoint(CheckpointDelta)
+            /// Every outcome is saved and the shard is done: complete it. The run ends.
+            case complete
+            /// Every outcome below `cursor` is saved: give the shard back at `cursor`. The run ends
+            /// as `ending`.
+            case release(cursor: Int, ending: Ending)
+            /// Drop the shard without a word to Redis, giving back the repeats an unconfirmed
+            /// checkpoint had taken. The run ends as `ending`.
+            case end(Ending, giveBack: Repeats)
+        }
+
+        private enum Phase: Hashable {
+            case running
+            /// A checkpoint is being prepared or sent; `closing` is how the run ends once it is
+            /// saved, if it ends.
+            case checkpointing(closing: Ending?)
+            case ended
+        }
+
+        let configuration: WorkerService.Configuration
+        /// The tag bits of this run.
+        let run: UInt64
+        /// The cursor the run started at.
+        let start: Int
+        let tokenCount: Int
+
+        private var phase = Phase.running
+        private var settled: [Bool]
+        /// Rejections of positions above the low-water mark, held until the mark passes them.
+        private var heldRejections: [Int: Rejection] = [:]
+        /// The first position without an outcome.
+        private(set) var lowWater: Int
+        /// Outcomes in `[cursor of the last checkpoint built, lowWater)`: the next checkpoint's counts.
+        private var unsavedAccepted = 0
+        private var unsavedRejections: [Rejection] = []
+        /// Positions below this may have been written (the feeder says so before it sends).
+        private var handedUpTo: Int
+        private var fedUpTo: Int
+        private var feedEnded = false
+        /// Positions handed over without an outcome when the run gave up: reported as re-sent.
+        private var extraResent = 0
+        /// A checkpoint sent without an answer: sent again, unchanged, before anything new.
+        private var unanswered: CheckpointDelta? = nil
+        private var unansweredRepeats = Repeats()
+        private var sequence = 0
+        private var lastCheckpoint: ContinuousClock.Instant
+        private var checkpointSentAt: ContinuousClock.Instant
+        /// When the last checkpoint Redis confirmed was sent: the lease runs from there.
+        private var lastConfirmed: ContinuousClock.Instant
+        private var stopRequested = false
+        private var stopping: ContinuousClock.Instant? = nil
+        private var channelWasReset = false
+        private var channelHalted = false
+
+        init(lease: ShardLease, run: UInt64, configuration: WorkerService.Configuration, now: ContinuousClock.Instant) {
+            self.configuration = configuration
+            self.run = run
+            self.start = lease.cursor
+            self.tokenCount = lease.tokenCount
+            self.settled = Array(repeating: false, count: max(0, lease.tokenCount - lease.cursor))
+            self.lowWater = lease.cursor
+            self.handedUpTo = lease.cursor
+            self.fedUpTo = lease.cursor
+            self.lastCheckpoint = now
+            self.checkpointSentAt = now
+            self.lastConfirmed = now
+        }
+
+        /// Whether the run was told to stop (a drain, a campaign no longer running, a reset channel).
+        var isStopping: Bool { self.stopRequested }
+
+        // MARK: - Inputs
+
+        /// The run begins: the lease was just granted.
+        mutating func start(now: ContinuousClock.Instant) -> Action {
+            .extendWriteDeadline(until: self.writeDeadline(leaseFrom: now))
+        }
+
+        /// Outcomes from the channel; those of other runs, unknown positions and repeats are ignored.
+        mutating func outcomes(_ batch: ArraySlice<DeliveryOutcome>, now: ContinuousClock.Instant) -> Action {
+            for outcome in batch {
+                switch outcome {
+                case .accepted(let tag):
+                    self.settle(tag: tag, rejection: nil)
+                case .rejected(let tag, let rejection):
+                    self.settle(tag: tag, rejection: rejection)
+                }
+            }
+            return self.next(now: now)
+        }
+
+        /// The feeder is about to hand positions below `upTo` to the channel.
+        mutating func handing(upTo: Int, now: ContinuousClock.Instant) -> Action {
+            self.handedUpTo = max(self.handedUpTo, upTo)
+            return self.next(now: now)
+        }
+
+        /// The feeder handed positions below `upTo` to the channel.
+        mutating func fed(upTo: Int, now: ContinuousClock.Instant) -> Action {
+            self.fedUpTo = max(self.fedUpTo, upTo)
+            return self.next(now: now)
+        }
+
+        /// The feeder stopped: the shard is fully fed, or it was told to stop.
+        mutating func feedEnded(now: ContinuousClock.Instant) -> Action {
+            self.feedEnded = true
+            return self.next(now: now)
+        }
+
+        mutating func tick(now: ContinuousClock.Instant) -> Action {
+            self.next(now: now)
+        }
+
+        /// The worker drains: send nothing new, wait for what is out, save it, release the rest.
+        mutating func drainRequested(now: ContinuousClock.Instant) -> Action {
+            self.stopRequested = true
+            return self.next(now: now)
+        }
+
+        /// Another run of the slot lost its lease: the channel is replaced and its unanswered
+        /// notifications dropped. Save what came, count what was out as re-sent, release.
+        mutating func channelReset(now: ContinuousClock.Instant) -> Action {
+            self.channelWasReset = true
+            self.stopRequested = true
+            return self.next(now: now)
+        }
+
+        /// A fenced read found the lease gone.
+        mutating func leaseLost() -> Action {
+            self.endWithoutSaving(.leaseLost)
+        }
+
+        mutating func feedingStopped(now: ContinuousClock.Instant) -> Action {
+            self.next(now: now)
+        }
+
+        mutating func channelHalted(now: ContinuousClock.Instant) -> Action {
+            guard case .checkpointing(let closing) = self.phase else { return .none }
+            return self.prepareCheckpoint(closing: closing, now: now)
+        }
+
+        mutating func writeDeadlineExtended(now: ContinuousClock.Instant) -> Action {
+            guard case .checkpointing(let closing) = self.phase else { return self.next(now: now) }
+            // Everything collected before this checkpoint is saved; more may have been waiting
+            // behind an unanswered one.
+            if self.unsavedAccepted + self.unsavedRejections.count + self.extraResent > 0 {
+                return self.prepareCheckpoint(closing: closing, now: now)
+            }
+            switch closing {
+            case .completed?:
+                self.phase = .ended
+                return .complete
+            case .some(let ending):
+                self.phase = .ended
+                return .release(cursor: self.lowWater, ending: ending)
+            case nil:
+                self.phase = .running
+                return self.next(now: now)
+            }
+        }
+
+        mutating func repeatsCollected(_ repeats: Repeats, now: ContinuousClock.Instant) -> Action {
+            guard case .checkpointing = self.phase else { return .none }
+            self.sequence += 1
+            let delta = CheckpointDelta(
+                sequence: self.sequence, cursor: self.lowWater, accepted: self.unsavedAccepted, rejections: self.unsavedRejections,
+                resent: repeats.resent + self.extraResent, retried: repeats.retried
+            )
+            self.unansweredRepeats = repeats
+            self.unsavedAccepted = 0
+            self.unsavedRejections.removeAll()
+            self.extraResent = 0
+            return self.send(delta, now: now)
+        }
+
+        /// Redis applied the checkpoint (or had applied it already) and renewed the lease.
+        mutating func checkpointConfirmed(_ status: CampaignQueueStatus, now: ContinuousClock.Instant) -> Action {
+            guard case .checkpointing = self.phase else { return .none }
+            self.unanswered = nil
+            self.unansweredRepeats = Repeats()
+            self.lastConfirmed = self.checkpointSentAt
+            if status != .running { self.stopRequested = true }
+            return .extendWriteDeadline(until: self.writeDeadline(leaseFrom: self.checkpointSentAt))
+        }
+
+        /// The shard has another holder now.
+        mutating func checkpointRefused() -> Action {
+            self.endWithoutSaving(.leaseLost)
+        }
+
+        /// Redis did not answer. The checkpoint is kept and sent again; but once a whole lease has
+        /// passed without a confirmed one, another worker may hold the shard: the run ends.
+        mutating func checkpointFailed(now: ContinuousClock.Instant) -> Action {
+            guard case .checkpointing(let closing) = self.phase else { return .none }
+            if closing == .abandoned || now - self.lastConfirmed >= .milliseconds(self.configuration.leaseMilliseconds) {
+                return self.endWithoutSaving(.abandoned)
+            }
+            self.phase = .running
+            return .none
+        }
+
+        // MARK: - Deciding
+
+        private mutating func settle(tag: UInt64, rejection: Rejection?) {
+            guard tag & SlotContext.runMask == self.run else { return }
+            let position = Int(tag & ~SlotContext.runMask)
+            let index = position - self.start
+            guard index >= 0, index < self.settled.count, !self.settled[index] else { return }
+            self.settled[index] = true
+            if position == self.lowWater {
+                self.count(rejection)
+                self.lowWater += 1
+                // The mark moves over every position that was already settled above it.
+                while self.lowWater - self.start < self.settled.count, self.settled[self.lowWater - self.start] {
+                    self.count(self.heldRejections.removeValue(forKey: self.lowWater))
+                    self.lowWater += 1
+                }
+            } else if let rejection {
+                self.heldRejections[position] = rejection
+            }
+        }
+
+        private mutating func count(_ rejection: Rejection?) {
+            if let rejection {
+                self.unsavedRejections.append(rejection)
+            } else {
+                self.unsavedAccepted += 1
+            }
+        }
+
+        /// What the run does now, in its running phase.
+        private mutating func next(now: ContinuousClock.Instant) -> Action {
+            guard case .running = self.phase else { return .none }
+            if self.stopRequested && self.stopping == nil {
+                self.stopping = now
+                return .stopFeeding
+            }
+            let finished = self.lowWater == self.tokenCount
+            let drained = self.stopping != nil && self.feedEnded && self.lowWater == self.fedUpTo
+            let outOfTime = self.channelWasReset || (self.stopping.map { now - $0 >= self.configuration.drainTimeout } ?? false)
+            let due = self.unsavedAccepted + self.unsavedRejections.count >= self.configuration.checkpointEvery
+                || now - self.lastCheckpoint >= self.configuration.checkpointInterval
+            guard due || finished || drained || outOfTime else { return .none }
+            let closing: Ending? = finished ? .completed : drained ? .released : outOfTime ? .abandoned : nil
+            self.phase = .checkpointing(closing: closing)
+            if closing == .abandoned {
+                // The outcomes of [lowWater, handedUpTo) never came: stop writing before anyone else
+                // can claim the shard, and count those positions as re-sent.
+                self.extraResent = max(0, self.handedUpTo - self.lowWater)
+                if !self.channelHalted {
+                    self.channelHalted = true
+                    return .haltChannel
+                }
+            }
+            return self.prepareCheckpoint(closing: closing, now: now)
+        }
+
+        private mutating func prepareCheckpoint(closing: Ending?, now: ContinuousClock.Instant) -> Action {
+            if let unanswered = self.unanswered { return self.send(unanswered, now: now) }
+            return .collectRepeats(fresh: closing != nil)
+        }
+
+        private mutating func send(_ delta: CheckpointDelta, now: ContinuousClock.Instant) -> Action {
+            self.unanswered = delta
+            self.lastCheckpoint = now
+            self.checkpointSentAt = now
+            return .checkpoint(delta)
+        }
+
+        private mutating func endWithoutSaving(_ ending: Ending) -> Action {
+            guard self.phase != .ended else { return .none }
+            self.phase = .ended
+            let giveBack = self.unanswered == nil ? Repeats() : self.unansweredRepeats
+            self.unanswered = nil
+            return .end(ending, giveBack: giveBack)
+        }
+
+        /// The lease, renewed at `instant`, less a margin for the checkpoint's own round trip.
+        private func writeDeadline(leaseFrom instant: ContinuousClock.Instant) -> ContinuousClock.Instant {
+            let lease = Duration.milliseconds(self.configuration.leaseMilliseconds)
+            return instant + lease - min(lease / 3, .seconds(5))
+        }
+    }
+}

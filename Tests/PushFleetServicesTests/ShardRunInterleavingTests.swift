@@ -1,0 +1,123 @@
+import Foundation
+import PushFleetCore
+import PushFleetRedis
+import Testing
+
+@testable import PushFleetServices
+
+/// Random interleavings of one shard's life: answers in any order and repeated, checkpoint answers
+/// lost, holders that die at any moment and a next holder that resumes at the stored cursor. Redis
+/// is played by a few lines that apply a checkpoint as the Lua script does. Whatever happens, each
+/// position is counted exactly once when the shard completes.
+struct ShardRunInterleavingTests {
+    typealias Machine = ShardRun.StateMachine
+
+    /// The checkpoint script's effect: applied once per holder and sequence, cursor never lowered.
+    struct StoredShard {
+        var cursor = 0
+        var accepted = 0
+        var rejected: [Int] = []
+        var applied: (holder: Int, sequence: Int) = (-1, 0)
+
+        mutating func apply(_ delta: CheckpointDelta, holder: Int) {
+            guard holder != self.applied.holder || delta.sequence > self.applied.sequence else { return }
+            self.applied = (holder, delta.sequence)
+            self.cursor = max(self.cursor, delta.cursor)
+            self.accepted += delta.accepted
+            self.rejected += delta.rejections.map { Int($0.token.bytes.first!) }
+        }
+    }
+
+    @Test(arguments: 1...200)
+    func eachPositionIsCountedOnceWhoeverHoldsTheShard(seed: UInt64) {
+        var random = SplitMix(seed: seed)
+        let count = 40
+        let rejectedPositions = Set((0..<count).filter { $0 % 7 == 3 })
+        var store = StoredShard()
+        var holder = 0
+        var clock = ContinuousClock.now
+        var completed = false
+        while !completed {
+            holder += 1
+            #expect(holder < 200, "the shard never completed")
+            if holder >= 200 { return }
+            let run = UInt64(holder) << 32
+            let lease = ShardLease(campaign: UUID(), shard: 0, owner: "w|\(holder)", fence: holder, cursor: store.cursor, attempts: 0, tokenCount: count)
+            var machine = Machine(lease: lease, run: run, configuration: ShardRunStateMachineTests.configuration, now: clock)
+            // Everything from the cursor is handed over at once; answers come in a random order,
+            // some twice; the holder may die before each one.
+            var answers = Array(store.cursor..<count)
+            answers += answers.filter { _ in random.next() % 5 == 0 }
+            answers.shuffle(using: &random)
+            var alive = true
+            func perform(_ first: Machine.Action) {
+                var action = first
+                while alive {
+                    switch action {
+                    case .none:
+                        return
+                    case .stopFeeding:
+                        action = machine.feedingStopped(now: clock)
+                    case .haltChannel:
+                        action = machine.channelHalted(now: clock)
+                    case .extendWriteDeadline:
+                        action = machine.writeDeadlineExtended(now: clock)
+                    case .collectRepeats:
+                        action = machine.repeatsCollected(.init(), now: clock)
+                    case .checkpoint(let delta):
+                        switch random.next() % 6 {
+                        case 0:  // lost before Redis
+                            action = machine.checkpointFailed(now: clock)
+                        case 1:  // applied, answer lost
+                            store.apply(delta, holder: holder)
+                            action = machine.checkpointFailed(now: clock)
+                        default:
+                            store.apply(delta, holder: holder)
+                            action = machine.checkpointConfirmed(.running, now: clock)
+                        }
+                    case .complete:
+                        completed = true
+                        alive = false
+                    case .release, .end:
+                        alive = false
+                    }
+                }
+            }
+            perform(machine.start(now: clock))
+            perform(machine.handing(upTo: count, now: clock))
+            perform(machine.fed(upTo: count, now: clock))
+            for position in answers where alive {
+                if random.next() % 60 == 0 { alive = false; break }  // SIGKILL
+                clock += .milliseconds(Int(random.next() % 400))
+                let outcome: DeliveryOutcome = rejectedPositions.contains(position)
+                    ? .rejected(tag: run | UInt64(position), ShardRunStateMachineTests.rejection(position))
+                    : .accepted(tag: run | UInt64(position))
+                perform(machine.outcomes([outcome], now: clock))
+                #expect(store.accepted + store.rejected.count <= count, "counted more outcomes than positions")
+            }
+            // Ticks until the run ends by itself (complete, or out of confirmations).
+            var ticks = 0
+            while alive && ticks < 100 {
+                clock += .seconds(1)
+                perform(machine.tick(now: clock))
+                ticks += 1
+            }
+        }
+        #expect(store.cursor == count)
+        #expect(store.accepted + store.rejected.count == count)
+        #expect(store.rejected.sorted() == rejectedPositions.sorted(), "each rejection counted once")
+    }
+}
+
+/// A small deterministic generator, so a failing seed can be replayed.
+struct SplitMix: RandomNumberGenerator {
+    var state: UInt64
+    init(seed: UInt64) { self.state = seed }
+    mutating func next() -> UInt64 {
+        self.state &+= 0x9E37_79B9_7F4A_7C15
+        var z = self.state
+        z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
+        z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
+        return z ^ (z >> 31)
+    }
+}

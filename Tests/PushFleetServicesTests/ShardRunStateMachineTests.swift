@@ -1,0 +1,222 @@
+import Foundation
+import PushFleetCore
+import PushFleetRedis
+import Testing
+
+@testable import PushFleetServices
+
+/// Transcripts of ``ShardRun/StateMachine``: inputs in, actions out, no Redis, no sockets, no sleeps.
+struct ShardRunStateMachineTests {
+    typealias Machine = ShardRun.StateMachine
+    typealias Action = Machine.Action
+
+    static let run: UInt64 = 7 << 32
+    static let t0 = ContinuousClock.now
+    static let configuration = WorkerService.Configuration(
+        topic: "com.example.app", environment: "production", leaseMilliseconds: 3_000, checkpointEvery: 4,
+        checkpointInterval: .seconds(1), drainTimeout: .seconds(20)
+    )
+
+    static func lease(cursor: Int = 0, count: Int = 10, fence: Int = 1) -> ShardLease {
+        ShardLease(campaign: UUID(), shard: 0, owner: "w|\(fence)", fence: fence, cursor: cursor, attempts: 0, tokenCount: count)
+    }
+
+    static func at(_ milliseconds: Int) -> ContinuousClock.Instant { t0 + .milliseconds(milliseconds) }
+
+    static func accepted(_ positions: Int...) -> ArraySlice<DeliveryOutcome> {
+        ArraySlice(positions.map { .accepted(tag: run | UInt64($0)) })
+    }
+
+    static func rejected(_ position: Int, _ reason: String = "BadDeviceToken") -> ArraySlice<DeliveryOutcome> {
+        [.rejected(tag: run | UInt64(position), rejection(position, reason))]
+    }
+
+    static func rejection(_ position: Int, _ reason: String = "BadDeviceToken") -> Rejection {
+        Rejection(token: try! DeviceToken(bytes: [UInt8](repeating: UInt8(position), count: 32)), reason: reason)
+    }
+
+    /// A machine that has started and handed `handed` positions to the channel.
+    static func started(cursor: Int = 0, count: Int = 10, handed: Int = 10) -> Machine {
+        var machine = Machine(lease: lease(cursor: cursor, count: count), run: run, configuration: configuration, now: t0)
+        #expect(machine.start(now: t0) == .extendWriteDeadline(until: t0 + .seconds(2)))
+        #expect(machine.writeDeadlineExtended(now: t0) == .none)
+        #expect(machine.handing(upTo: handed, now: t0) == .none)
+        #expect(machine.fed(upTo: handed, now: t0) == .none)
+        return machine
+    }
+
+    // MARK: - Counting
+
+    @Test func inOrderOutcomesAreCheckpointedEveryFour() {
+        var machine = Self.started()
+        #expect(machine.outcomes(Self.accepted(0, 1, 2), now: Self.at(1)) == .none)
+        #expect(machine.outcomes(Self.rejected(3), now: Self.at(2)) == .collectRepeats(fresh: false))
+        #expect(
+            machine.repeatsCollected(.init(resent: 2, retried: 1), now: Self.at(3))
+                == .checkpoint(CheckpointDelta(sequence: 1, cursor: 4, accepted: 3, rejections: [Self.rejection(3)], resent: 2, retried: 1))
+        )
+        #expect(machine.checkpointConfirmed(.running, now: Self.at(4)) == .extendWriteDeadline(until: Self.at(3) + .seconds(2)))
+        #expect(machine.writeDeadlineExtended(now: Self.at(4)) == .none)
+    }
+
+    @Test func outcomesAboveTheLowWaterMarkWaitForTheGap() {
+        var machine = Self.started()
+        // Answers 1…5 arrive before 0's: nothing below the mark, nothing to count yet.
+        #expect(machine.outcomes(Self.accepted(1, 2, 3, 5), now: Self.at(1)) == .none)
+        #expect(machine.outcomes(Self.rejected(4), now: Self.at(1)) == .none)
+        #expect(machine.lowWater == 0)
+        // 0 arrives: the mark jumps over 1…5, and their outcomes count, 4's rejection included.
+        #expect(machine.outcomes(Self.accepted(0), now: Self.at(2)) == .collectRepeats(fresh: false))
+        #expect(machine.lowWater == 6)
+        #expect(
+            machine.repeatsCollected(.init(), now: Self.at(2))
+                == .checkpoint(CheckpointDelta(sequence: 1, cursor: 6, accepted: 5, rejections: [Self.rejection(4)]))
+        )
+    }
+
+    @Test func aRetryThatLandsAfterALaterAnswerCountsOnce() {
+        var machine = Self.started(count: 4, handed: 4)
+        #expect(machine.outcomes(Self.accepted(1), now: Self.at(1)) == .none)
+        // 0 was reset and sent again; both copies are answered, one after the other.
+        #expect(machine.outcomes(Self.accepted(0, 0, 1), now: Self.at(2)) == .none)
+        #expect(machine.outcomes(Self.rejected(2), now: Self.at(3)) == .none)
+        #expect(machine.outcomes(Self.accepted(2, 3, 3), now: Self.at(4)) == .collectRepeats(fresh: true))
+        #expect(
+            machine.repeatsCollected(.init(), now: Self.at(4))
+                == .checkpoint(CheckpointDelta(sequence: 1, cursor: 4, accepted: 3, rejections: [Self.rejection(2)]))
+        )
+        #expect(machine.checkpointConfirmed(.running, now: Self.at(5)) == .extendWriteDeadline(until: Self.at(4) + .seconds(2)))
+        #expect(machine.writeDeadlineExtended(now: Self.at(5)) == .complete)
+        #expect(machine.tick(now: Self.at(6)) == .none, "an ended run does nothing")
+    }
+
+    @Test func outcomesOfOtherRunsAndUnknownPositionsAreIgnored() {
+        var machine = Self.started(cursor: 2, count: 6, handed: 6)
+        let strangers: ArraySlice<DeliveryOutcome> = [
+            .accepted(tag: (8 << 32) | 2), .accepted(tag: Self.run | 1), .accepted(tag: Self.run | 6), .accepted(tag: Self.run | 99),
+        ]
+        #expect(machine.outcomes(strangers, now: Self.at(1)) == .none)
+        #expect(machine.lowWater == 2)
+    }
+
+    // MARK: - Takeover
+
+    @Test func aResumedShardCountsEachPositionOnceAcrossHolders() {
+        // The first holder has outcomes for 0, 1, 3 and 4 (2 is slow), checkpoints, and dies.
+        var first = Self.started(count: 6, handed: 6)
+        #expect(first.outcomes(Self.accepted(0, 1, 3), now: Self.at(1)) == .none)
+        #expect(first.outcomes(Self.rejected(4), now: Self.at(1)) == .none)
+        #expect(first.tick(now: Self.at(1_000)) == .collectRepeats(fresh: false))
+        let saved = CheckpointDelta(sequence: 1, cursor: 2, accepted: 2)
+        #expect(first.repeatsCollected(.init(), now: Self.at(1_000)) == .checkpoint(saved))
+
+        // The next holder resumes at the stored cursor, 2, and everything from there is its own.
+        var second = Self.started(cursor: saved.cursor, count: 6, handed: 6)
+        #expect(second.outcomes(Self.accepted(5, 2, 3), now: Self.at(200)) == .none)
+        #expect(second.outcomes(Self.rejected(4), now: Self.at(200)) == .collectRepeats(fresh: true))
+        let last = CheckpointDelta(sequence: 1, cursor: 6, accepted: 3, rejections: [Self.rejection(4)])
+        #expect(second.repeatsCollected(.init(), now: Self.at(200)) == .checkpoint(last))
+        #expect(saved.accepted + last.accepted + last.rejections.count == 6, "each position counted once")
+    }
+
+    // MARK: - Checkpoint answers
+
+    @Test func aCheckpointWhoseAnswerWasLostIsSentAgainUnchanged() {
+        var machine = Self.started()
+        #expect(machine.outcomes(Self.accepted(0, 1, 2, 3), now: Self.at(1)) == .collectRepeats(fresh: false))
+        let first = CheckpointDelta(sequence: 1, cursor: 4, accepted: 4, resent: 1)
+        #expect(machine.repeatsCollected(.init(resent: 1), now: Self.at(1)) == .checkpoint(first))
+        #expect(machine.checkpointFailed(now: Self.at(2)) == .none)
+        // More outcomes come meanwhile; the lost checkpoint goes first, exactly as it was.
+        #expect(machine.outcomes(Self.accepted(4, 5), now: Self.at(500)) == .none)
+        #expect(machine.tick(now: Self.at(1_001)) == .checkpoint(first))
+        #expect(machine.checkpointConfirmed(.running, now: Self.at(1_002)) == .extendWriteDeadline(until: Self.at(1_001) + .seconds(2)))
+        // Then what came after it, with a new number.
+        #expect(machine.writeDeadlineExtended(now: Self.at(1_002)) == .collectRepeats(fresh: false))
+        #expect(machine.repeatsCollected(.init(), now: Self.at(1_002)) == .checkpoint(CheckpointDelta(sequence: 2, cursor: 6, accepted: 2)))
+    }
+
+    @Test func noConfirmedCheckpointForAWholeLeaseDropsTheShard() {
+        var machine = Self.started()
+        #expect(machine.outcomes(Self.accepted(0, 1, 2, 3), now: Self.at(1)) == .collectRepeats(fresh: false))
+        #expect(machine.repeatsCollected(.init(resent: 5, retried: 2), now: Self.at(1)) == .checkpoint(CheckpointDelta(sequence: 1, cursor: 4, accepted: 4, resent: 5, retried: 2)))
+        #expect(machine.checkpointFailed(now: Self.at(2)) == .none)
+        #expect(machine.tick(now: Self.at(1_500)) == .checkpoint(CheckpointDelta(sequence: 1, cursor: 4, accepted: 4, resent: 5, retried: 2)))
+        // Three seconds after the last confirmed checkpoint (the start), another worker may hold it.
+        #expect(machine.checkpointFailed(now: Self.at(3_000)) == .end(.abandoned, giveBack: .init(resent: 5, retried: 2)))
+    }
+
+    @Test func aLeaseLostMidWindowEndsTheRunAndGivesTheRepeatsBack() {
+        var machine = Self.started()
+        #expect(machine.outcomes(Self.accepted(0, 2, 3, 4, 5), now: Self.at(1)) == .none)
+        #expect(machine.tick(now: Self.at(1_000)) == .collectRepeats(fresh: false))
+        #expect(machine.repeatsCollected(.init(resent: 3), now: Self.at(1_000)) == .checkpoint(CheckpointDelta(sequence: 1, cursor: 1, accepted: 1, resent: 3)))
+        #expect(machine.checkpointRefused() == .end(.leaseLost, giveBack: .init(resent: 3)))
+        #expect(machine.outcomes(Self.accepted(1), now: Self.at(1_001)) == .none, "an ended run does nothing")
+    }
+
+    @Test func aLeaseLostOnReadEndsTheRun() {
+        var machine = Self.started()
+        #expect(machine.outcomes(Self.accepted(0), now: Self.at(1)) == .none)
+        #expect(machine.leaseLost() == .end(.leaseLost, giveBack: .init()))
+    }
+
+    // MARK: - Stopping
+
+    @Test func aDrainWaitsForWhatIsOutAndReleasesTheRest() {
+        var machine = Self.started(count: 10, handed: 6)
+        #expect(machine.outcomes(Self.accepted(0, 1), now: Self.at(1)) == .none)
+        #expect(machine.drainRequested(now: Self.at(2)) == .stopFeeding)
+        #expect(machine.feedingStopped(now: Self.at(2)) == .none)
+        #expect(machine.feedEnded(now: Self.at(3)) == .none)
+        #expect(machine.outcomes(Self.accepted(5, 3, 4), now: Self.at(4)) == .none)
+        #expect(machine.outcomes(Self.accepted(2), now: Self.at(5)) == .collectRepeats(fresh: true))
+        #expect(machine.repeatsCollected(.init(), now: Self.at(5)) == .checkpoint(CheckpointDelta(sequence: 1, cursor: 6, accepted: 6)))
+        #expect(machine.checkpointConfirmed(.running, now: Self.at(6)) == .extendWriteDeadline(until: Self.at(5) + .seconds(2)))
+        #expect(machine.writeDeadlineExtended(now: Self.at(6)) == .release(cursor: 6, ending: .released))
+    }
+
+    @Test func aDrainThatRunsOutOfTimeHaltsCountsTheRestAsResentAndReleases() {
+        var machine = Self.started(count: 10, handed: 8)
+        #expect(machine.outcomes(Self.accepted(0, 1, 3, 4), now: Self.at(1)) == .none)
+        #expect(machine.drainRequested(now: Self.at(2)) == .stopFeeding)
+        #expect(machine.feedingStopped(now: Self.at(2)) == .none)
+        #expect(machine.feedEnded(now: Self.at(3)) == .none)
+        // Heartbeats go on while it waits.
+        #expect(machine.tick(now: Self.at(1_000)) == .collectRepeats(fresh: false))
+        #expect(machine.repeatsCollected(.init(), now: Self.at(1_000)) == .checkpoint(CheckpointDelta(sequence: 1, cursor: 2, accepted: 2)))
+        #expect(machine.checkpointConfirmed(.running, now: Self.at(1_001)) == .extendWriteDeadline(until: Self.at(1_000) + .seconds(2)))
+        #expect(machine.writeDeadlineExtended(now: Self.at(1_001)) == .none)
+        // 20 s after the drain began, 2 is still out: stop the channel first, then save and release.
+        #expect(machine.tick(now: Self.at(20_002)) == .haltChannel)
+        #expect(machine.channelHalted(now: Self.at(20_002)) == .collectRepeats(fresh: true))
+        // Positions 2…7 were handed over without a counted outcome: all may have been delivered.
+        #expect(machine.repeatsCollected(.init(resent: 1), now: Self.at(20_002)) == .checkpoint(CheckpointDelta(sequence: 2, cursor: 2, resent: 7)))
+        #expect(machine.checkpointConfirmed(.running, now: Self.at(20_003)) == .extendWriteDeadline(until: Self.at(20_002) + .seconds(2)))
+        #expect(machine.writeDeadlineExtended(now: Self.at(20_003)) == .release(cursor: 2, ending: .abandoned))
+    }
+
+    @Test func aPausedCampaignStopsTheRunAtItsNextCheckpoint() {
+        var machine = Self.started(count: 10, handed: 4)
+        #expect(machine.outcomes(Self.accepted(0, 1, 2, 3), now: Self.at(1)) == .collectRepeats(fresh: false))
+        #expect(machine.repeatsCollected(.init(), now: Self.at(1)) == .checkpoint(CheckpointDelta(sequence: 1, cursor: 4, accepted: 4)))
+        #expect(machine.checkpointConfirmed(.paused, now: Self.at(2)) == .extendWriteDeadline(until: Self.at(1) + .seconds(2)))
+        #expect(machine.writeDeadlineExtended(now: Self.at(2)) == .stopFeeding)
+        #expect(machine.feedingStopped(now: Self.at(2)) == .none)
+        #expect(machine.feedEnded(now: Self.at(3)) == .collectRepeats(fresh: true))
+        #expect(machine.repeatsCollected(.init(), now: Self.at(3)) == .checkpoint(CheckpointDelta(sequence: 2, cursor: 4)))
+        #expect(machine.checkpointConfirmed(.paused, now: Self.at(4)) == .extendWriteDeadline(until: Self.at(3) + .seconds(2)))
+        #expect(machine.writeDeadlineExtended(now: Self.at(4)) == .release(cursor: 4, ending: .released))
+    }
+
+    @Test func aResetChannelGivesTheShardUpAtOnce() {
+        var machine = Self.started(count: 10, handed: 5)
+        #expect(machine.outcomes(Self.accepted(0, 1, 4), now: Self.at(1)) == .none)
+        #expect(machine.channelReset(now: Self.at(2)) == .stopFeeding)
+        #expect(machine.feedingStopped(now: Self.at(2)) == .haltChannel)
+        #expect(machine.channelHalted(now: Self.at(2)) == .collectRepeats(fresh: true))
+        #expect(machine.repeatsCollected(.init(), now: Self.at(2)) == .checkpoint(CheckpointDelta(sequence: 1, cursor: 2, accepted: 2, resent: 3)))
+        #expect(machine.checkpointConfirmed(.running, now: Self.at(3)) == .extendWriteDeadline(until: Self.at(2) + .seconds(2)))
+        #expect(machine.writeDeadlineExtended(now: Self.at(3)) == .release(cursor: 2, ending: .abandoned))
+    }
+}
