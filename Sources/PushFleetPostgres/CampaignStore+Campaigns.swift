@@ -109,4 +109,31 @@ extension CampaignStore {
             guard found else { throw PostgresStoreError.unknownCampaign(id) }
         }
     }
+
+    /// Finished campaigns (completed, or cancelled and settled) whose Redis keys may still be there,
+    /// oldest first.
+    public func campaignsAwaitingCleanup() async throws -> [CampaignRecord] {
+        try await self.withConnection("list campaigns awaiting cleanup") { connection in
+            let rows = try await connection.query(
+                """
+                \(unescaped: Self.selectCampaigns)
+                WHERE NOT c.queue_removed AND c.state IN ('completed', 'cancelled') ORDER BY c.created_at, c.campaign_id
+                """,
+                logger: self.logger
+            )
+            var records: [CampaignRecord] = []
+            for try await row in rows {
+                let record = try Self.record(row)
+                if record.state == .completed || record.pending == 0 { records.append(record) }
+            }
+            return records
+        }
+    }
+
+    /// Records that a finished campaign's Redis keys were removed.
+    public func markQueueRemoved(_ id: UUID) async throws {
+        try await self.withConnection("record the cleanup of campaign \(id)") { connection in
+            _ = try await connection.query("UPDATE campaigns SET queue_removed = true WHERE campaign_id = \(id)", logger: self.logger)
+        }
+    }
 }

@@ -12,7 +12,15 @@ enum Schema {
     /// Key of the transaction-scoped advisory lock that serializes concurrent migrations.
     static let migrationLockKey: Int64 = 0x5055_5348_4D49_4752  // "PUSHMIGR"
 
-    static var migrations: [Migration] { [version1, version2] }
+    static var migrations: [Migration] { [version1, version2, version3] }
+
+    private static var version3: Migration {
+        Migration(version: 3, name: "queue cleanup", statements: [
+            // Whether a finished campaign's Redis keys are gone: a cleanup that failed is retried.
+            "ALTER TABLE campaigns ADD COLUMN queue_removed boolean NOT NULL DEFAULT false",
+            "CREATE INDEX campaigns_cleanup ON campaigns (created_at) WHERE NOT queue_removed AND state IN ('completed', 'cancelled')",
+        ])
+    }
 
     private static var version2: Migration {
         Migration(version: 2, name: "retried requests", statements: [

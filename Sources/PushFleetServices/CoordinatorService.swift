@@ -99,24 +99,49 @@ public final class CoordinatorService: Sendable {
         }
     }
 
-    /// One pass over every unfinished campaign.
+    /// One pass over every unfinished campaign, then over finished ones whose Redis keys are left.
+    /// Each campaign is served on its own: one whose Redis or Postgres data cannot be handled is
+    /// logged and tried again next round, and the others go on.
     public func round() async throws {
         for campaign in try await self.store.campaigns(in: [.running, .paused, .cancelled]) {
-            if campaign.state == .cancelled {
-                if campaign.pending > 0 { try await self.finishCancelled(campaign) }
-                continue
-            }
-            let (counters, caughtUp) = try await self.fold(campaign)
-            let rejected = counters.rejected.values.reduce(0, +)
-            if caughtUp, counters.doneShards == campaign.shardCount, counters.accepted + rejected == campaign.total {
-                // Only the round that completed it removes its keys: a campaign cancelled meanwhile
-                // still needs its counters for the cancelled count.
-                if try await self.store.setState(campaign.id, to: .completed, from: [.running, .paused]) {
-                    self.logger.info("campaign completed", metadata: ["campaign": "\(campaign.id)", "accepted": "\(counters.accepted)", "rejected": "\(rejected)"])
-                    try await self.queue.remove(campaign: campaign.id, topic: campaign.topic, environment: campaign.environment)
-                }
+            await self.isolated(campaign, "serve") { try await self.serve(campaign) }
+        }
+        for campaign in try await self.store.campaignsAwaitingCleanup() {
+            await self.isolated(campaign, "clean up") { try await self.removeQueue(of: campaign) }
+        }
+    }
+
+    private func isolated(_ campaign: CampaignRecord, _ what: String, _ body: () async throws -> Void) async {
+        do {
+            try await body()
+        } catch {
+            self.logger.warning(
+                "cannot \(what) the campaign; trying again next round", metadata: ["campaign": "\(campaign.id)", "error": "\(error)"]
+            )
+        }
+    }
+
+    private func serve(_ campaign: CampaignRecord) async throws {
+        if campaign.state == .cancelled {
+            if campaign.pending > 0 { try await self.finishCancelled(campaign) }
+            return
+        }
+        let (counters, caughtUp) = try await self.fold(campaign)
+        let rejected = counters.rejected.values.reduce(0, +)
+        if caughtUp, counters.doneShards == campaign.shardCount, counters.accepted + rejected == campaign.total {
+            // Only the round that completed it removes its keys: a campaign cancelled meanwhile
+            // still needs its counters for the cancelled count.
+            if try await self.store.setState(campaign.id, to: .completed, from: [.running, .paused]) {
+                self.logger.info("campaign completed", metadata: ["campaign": "\(campaign.id)", "accepted": "\(counters.accepted)", "rejected": "\(rejected)"])
+                try await self.removeQueue(of: campaign)
             }
         }
+    }
+
+    /// Removes a finished campaign's Redis keys and records it; a failure is retried next round.
+    private func removeQueue(of campaign: CampaignRecord) async throws {
+        try await self.queue.remove(campaign: campaign.id, topic: campaign.topic, environment: campaign.environment)
+        try await self.store.markQueueRemoved(campaign.id)
     }
 
     /// Settles a cancelled campaign once no worker holds a shard of it: what was never sent is
@@ -131,7 +156,7 @@ public final class CoordinatorService: Sendable {
         guard caughtUp else { return }
         let cancelled = campaign.total - counters.accepted - counters.rejected.values.reduce(0, +)
         try await self.store.setCancelled(campaign.id, count: max(0, cancelled))
-        try await self.queue.remove(campaign: campaign.id, topic: campaign.topic, environment: campaign.environment)
+        try await self.removeQueue(of: campaign)
         self.logger.info("campaign cancelled", metadata: ["campaign": "\(campaign.id)", "cancelled": "\(cancelled)"])
     }
 
