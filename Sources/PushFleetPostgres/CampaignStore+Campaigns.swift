@@ -136,4 +136,22 @@ extension CampaignStore {
             _ = try await connection.query("UPDATE campaigns SET queue_removed = true WHERE campaign_id = \(id)", logger: self.logger)
         }
     }
+
+    /// Deletes up to `limit` token failures observed before `cutoff`, oldest first.
+    /// - Returns: how many were deleted; fewer than `limit` means none older is left.
+    public func pruneTokenFailures(observedBefore cutoff: Date, limit: Int = 10_000) async throws -> Int {
+        try await self.withConnection("prune token failures") { connection in
+            let rows = try await connection.query(
+                """
+                DELETE FROM token_failures WHERE ctid = ANY(ARRAY(
+                    SELECT ctid FROM token_failures WHERE observed_at < \(cutoff) ORDER BY observed_at LIMIT \(limit)
+                )) RETURNING 1
+                """,
+                logger: self.logger
+            )
+            var deleted = 0
+            for try await _ in rows { deleted += 1 }
+            return deleted
+        }
+    }
 }

@@ -1,3 +1,4 @@
+import Foundation
 import PostgresNIO
 
 extension CampaignStore {
@@ -19,6 +20,16 @@ extension CampaignStore {
             var terminated = false
             for try await ended in rows.decode(Bool.self) { terminated = terminated || ended }
             return terminated
+        }
+    }
+
+    /// Makes a campaign's token failures look `seconds` older, for retention tests (`@testable import`).
+    func ageTokenFailures(campaign id: UUID, bySeconds seconds: Int) async throws {
+        try await self.withConnection("age the token failures of \(id)") { connection in
+            _ = try await connection.query(
+                "UPDATE token_failures SET observed_at = observed_at - make_interval(secs => \(Double(seconds))) WHERE campaign_id = \(id)",
+                logger: self.logger
+            )
         }
     }
 }

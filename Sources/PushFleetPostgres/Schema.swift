@@ -15,10 +15,12 @@ enum Schema {
     static var migrations: [Migration] { [version1, version2, version3] }
 
     private static var version3: Migration {
-        Migration(version: 3, name: "queue cleanup", statements: [
+        Migration(version: 3, name: "queue cleanup, token failure retention", statements: [
             // Whether a finished campaign's Redis keys are gone: a cleanup that failed is retried.
             "ALTER TABLE campaigns ADD COLUMN queue_removed boolean NOT NULL DEFAULT false",
             "CREATE INDEX campaigns_cleanup ON campaigns (created_at) WHERE NOT queue_removed AND state IN ('completed', 'cancelled')",
+            // Token failures are pruned by age.
+            "CREATE INDEX token_failures_observed ON token_failures (observed_at)",
         ])
     }
 

@@ -42,16 +42,22 @@ public final class CoordinatorService: Sendable {
         public var feedback: [FeedbackSource]
         /// Time between two polls of each feedback service. Defaults to 60 seconds.
         public var feedbackInterval: Duration
+        /// Per-token failures (`token_failures`) older than this are deleted, every 10 minutes;
+        /// `nil` keeps them forever. Campaign counts and the registry are not touched. Defaults to
+        /// 30 days.
+        public var tokenFailureRetention: Duration?
 
         public init(
             interval: Duration = .seconds(1), maximumAttempts: Int = 5, eventsPerRound: Int = 20_000,
-            feedback: [FeedbackSource] = [], feedbackInterval: Duration = .seconds(60)
+            feedback: [FeedbackSource] = [], feedbackInterval: Duration = .seconds(60),
+            tokenFailureRetention: Duration? = .seconds(30 * 86_400)
         ) {
             self.interval = interval
             self.maximumAttempts = maximumAttempts
             self.eventsPerRound = eventsPerRound
             self.feedback = feedback
             self.feedbackInterval = feedbackInterval
+            self.tokenFailureRetention = tokenFailureRetention
         }
     }
 
@@ -85,12 +91,17 @@ public final class CoordinatorService: Sendable {
 
     private func lead(until drain: DrainSignal) async {
         var lastFeedbackPoll: ContinuousClock.Instant? = nil
+        var lastPrune: ContinuousClock.Instant? = nil
         while !drain.isTriggered {
             do {
                 try await self.round()
                 if lastFeedbackPoll.map({ ContinuousClock.now - $0 >= self.configuration.feedbackInterval }) ?? true {
                     lastFeedbackPoll = .now
                     await self.pollFeedback()
+                }
+                if lastPrune.map({ ContinuousClock.now - $0 >= .seconds(600) }) ?? true {
+                    lastPrune = .now
+                    await self.pruneTokenFailures()
                 }
             } catch {
                 self.logger.warning("coordinator round failed", metadata: ["error": "\(error)"])
@@ -190,6 +201,23 @@ public final class CoordinatorService: Sendable {
         )
         if let last = events.last { try await self.queue.trimEvents(campaign: id, through: last.id) }
         return (counters, events.count < self.configuration.eventsPerRound)
+    }
+
+    /// Deletes token failures past their retention, in batches, so one round never holds a long lock.
+    private func pruneTokenFailures() async {
+        guard let retention = self.configuration.tokenFailureRetention else { return }
+        let cutoff = Date(timeIntervalSinceNow: -Double(retention.components.seconds))
+        do {
+            var deleted = 0
+            while true {
+                let batch = try await self.store.pruneTokenFailures(observedBefore: cutoff)
+                deleted += batch
+                if batch < 10_000 { break }
+            }
+            if deleted > 0 { self.logger.info("pruned token failures", metadata: ["deleted": "\(deleted)", "before": "\(cutoff)"]) }
+        } catch {
+            self.logger.warning("cannot prune token failures", metadata: ["error": "\(error)"])
+        }
     }
 
     private func pollFeedback() async {

@@ -168,6 +168,7 @@ public final class WorkerService: Sendable {
             candidates = [campaign]
         } else {
             candidates = try await self.queue.activeCampaigns(topic: self.configuration.topic, environment: self.configuration.environment).shuffled()
+            templates.keepOnly(candidates)
         }
         for candidate in candidates {
             guard let template = try await templates.get(candidate, queue: self.queue, transport: self.transport, logger: self.logger) else {
@@ -191,9 +192,16 @@ public final class WorkerService: Sendable {
     }
 }
 
-/// Campaign templates, read from Redis and prepared once per campaign.
+/// Campaign templates, read from Redis and prepared once per campaign. Bounded by the active
+/// campaigns: each listing of them drops the others.
 final class TemplateCache: Sendable {
     private let entries = Mutex<[UUID: CampaignTemplate?]>([:])
+
+    /// Drops every entry but those of `campaigns` (the active ones).
+    func keepOnly(_ campaigns: [UUID]) {
+        let keep = Set(campaigns)
+        self.entries.withLock { entries in entries = entries.filter { keep.contains($0.key) } }
+    }
 
     func get(_ campaign: UUID, queue: CampaignQueue, transport: DeliveryTransport, logger: Logger) async throws -> CampaignTemplate? {
         if let cached = self.entries.withLock({ $0[campaign] }) { return cached }

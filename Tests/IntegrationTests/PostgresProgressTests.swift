@@ -1,6 +1,6 @@
 import Foundation
 import PushFleetCore
-import PushFleetPostgres
+@testable import PushFleetPostgres
 import Testing
 
 /// `CampaignStore.apply`: idempotent event application, monotonic counters, rejected tokens in
@@ -113,6 +113,31 @@ import Testing
             #expect(try await store.apply(counters(25, 4, id: "0-0")))  // an older id does not move last_event_id back
             record = try #require(try await store.campaign(campaign.id))
             #expect((record.accepted, record.rejected["InvalidToken"], record.lastEventID) == (25, 4, "5-0"))
+        }
+    }
+
+    @Test func tokenFailuresPastTheirRetentionArePruned() async throws {
+        let topic = PostgresFixture.topic("prune")
+        let tokens = PostgresFixture.tokens(3)
+        let old = PostgresFixture.campaign(topic: topic, shards: 1, perShard: 10)
+        let recent = PostgresFixture.campaign(topic: topic, shards: 1, perShard: 10)
+        try await PostgresFixture.withStore { store async throws in
+            for campaign in [old, recent] {
+                _ = try await store.createCampaign(campaign)
+                let rejections = tokens.map { AppliedRejection(token: $0, reason: "BadDeviceToken", shard: 0) }
+                _ = try await store.apply(
+                    ProgressUpdate(campaign: campaign.id, accepted: 0, rejected: ["BadDeviceToken": 3], resent: 0, doneShards: 0,
+                                   rejections: rejections, lastEventID: "1700000000000-1")
+                )
+            }
+            try await store.ageTokenFailures(campaign: old.id, bySeconds: 31 * 86_400)
+            let cutoff = Date(timeIntervalSinceNow: -30 * 86_400)
+            #expect(try await store.pruneTokenFailures(observedBefore: cutoff, limit: 2) == 2)
+            #expect(try await store.pruneTokenFailures(observedBefore: cutoff) >= 1)
+            #expect(try await store.tokenFailures(campaign: old.id).isEmpty)
+            #expect(try await store.tokenFailures(campaign: recent.id).count == 3)
+            // The counts stay: retention is about per-token rows only.
+            #expect(try await store.campaign(old.id)?.rejected == ["BadDeviceToken": 3])
         }
     }
 }

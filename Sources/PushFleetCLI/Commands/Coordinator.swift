@@ -24,11 +24,15 @@ struct Coordinator: AsyncParsableCommand {
     @Option(help: "Seconds between two polls of the feedback service.")
     var feedbackIntervalS: Int = 60
 
+    @Option(help: "Days per-token failures are kept (0 keeps them forever); campaign counts and the registry are not affected.")
+    var tokenFailureRetentionDays: Int = 30
+
     @OptionGroup var tls: TLSOptions
     @OptionGroup var state: StateOptions
 
     func validate() throws {
         guard self.intervalMs >= 10 else { throw ValidationError("--interval-ms is at least 10") }
+        guard self.tokenFailureRetentionDays >= 0 else { throw ValidationError("--token-failure-retention-days must not be negative") }
         if self.feedbackEndpoint != nil {
             guard self.feedbackTopic != nil else { throw ValidationError("--feedback-endpoint needs --feedback-topic") }
             guard self.tls.hasIdentity else { throw ValidationError("--feedback-endpoint needs a client certificate: --cert and --key, or --p12") }
@@ -43,7 +47,8 @@ struct Coordinator: AsyncParsableCommand {
             feedback.append(.init(host: endpoint.host, port: endpoint.port, tls: try self.tls.clientTLS(), topic: topic, environment: self.feedbackEnvironment))
         }
         let configuration = CoordinatorService.Configuration(
-            interval: .milliseconds(self.intervalMs), feedback: feedback, feedbackInterval: .seconds(self.feedbackIntervalS)
+            interval: .milliseconds(self.intervalMs), feedback: feedback, feedbackInterval: .seconds(self.feedbackIntervalS),
+            tokenFailureRetention: self.tokenFailureRetentionDays > 0 ? .seconds(self.tokenFailureRetentionDays * 86_400) : nil
         )
         let drain = DrainSignal()
         let signals = Task { try await Signals.waitForTermination(); drain.trigger() }
