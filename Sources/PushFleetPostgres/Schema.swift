@@ -18,6 +18,8 @@ enum Schema {
         Migration(version: 3, name: "queue cleanup, token failure retention", statements: [
             // Whether a finished campaign's Redis keys are gone: a cleanup that failed is retried.
             "ALTER TABLE campaigns ADD COLUMN queue_removed boolean NOT NULL DEFAULT false",
+            // Campaigns settled before this version had their keys removed then.
+            "UPDATE campaigns SET queue_removed = true WHERE state IN ('completed', 'failed') OR (state = 'cancelled' AND cancelled > 0)",
             "CREATE INDEX campaigns_cleanup ON campaigns (created_at) WHERE NOT queue_removed AND state IN ('completed', 'cancelled')",
             // Token failures are pruned by age.
             "CREATE INDEX token_failures_observed ON token_failures (observed_at)",

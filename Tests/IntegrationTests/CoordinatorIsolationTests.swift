@@ -1,0 +1,143 @@
+import Foundation
+import Logging
+import PushFleetCore
+import PushFleetPostgres
+import PushFleetRedis
+import PushFleetServices
+import PushFleetTestSupport
+import Testing
+
+/// `CoordinatorService.round()` in-process, with campaigns launched and finished by hand (no worker,
+/// no APNs). In the pipeline suite, on its database: a coordinator serves every campaign of its
+/// database, so these rounds never run beside another pipeline test's coordinator.
+extension PipelineTests {
+    @Suite struct CoordinatorIsolationTests {
+        /// A campaign whose events stream holds an entry the coordinator cannot parse does not stop
+        /// another from completing: `round()` logs A's error, goes on to B, and does not throw.
+        /// A is the older campaign, so a round that gave up at the first error would never reach B.
+        @Test func garbageInOneCampaignsEventsDoesNotStopAnother() async throws {
+            try await CoordinatorHarness.run { h in
+                let a = try await h.launch(tokens: 5)
+                let b = try await h.launch(tokens: 5)
+                let order = try await h.store.campaigns(in: [.running]).map(\.id)
+                #expect(try #require(order.firstIndex(of: a)) < (try #require(order.firstIndex(of: b))))
+                // A shard but no known kind: CampaignQueue.event(_:) returns nil, so events(…) throws.
+                #expect(try await h.redis("XADD", "pf:{\(h.key(a))}:events", "*", "k", "garbage", "s", "0").string != nil)
+                await #expect(throws: RedisError.self) { _ = try await h.queue.events(campaign: a, after: "0-0", count: 10) }
+                try await h.finishEveryShard(of: b)
+
+                try await h.coordinator.round()
+                try await h.coordinator.round()
+                let done = try #require(try await h.store.campaign(b))
+                #expect(done.state == .completed)
+                #expect((done.accepted, done.rejected, done.doneShards, done.pending) == (5, [:], 3, 0))
+                #expect(try await h.keys(b).isEmpty)
+                #expect(try await h.store.campaign(a)?.state == .running)
+            }
+        }
+
+        /// A finished campaign whose Redis cleanup fails stays listed by `campaignsAwaitingCleanup()`,
+        /// and a later round removes its keys once the fault is gone. The fault: the meta hash is a
+        /// string, so `CampaignQueue.remove` fails (WRONGTYPE) after taking the campaign off its active set.
+        @Test func aFailedCleanupIsRetriedByALaterRound() async throws {
+            try await CoordinatorHarness.run { h in
+                let c = try await h.launch(tokens: 4)
+                try await h.finishEveryShard(of: c)
+                let meta = "pf:{\(h.key(c))}:meta"
+                _ = try await h.redis("DEL", meta)
+                #expect(try await h.redis("SET", meta, "broken").string == "OK")
+
+                try await h.coordinator.round()
+                #expect(try await h.store.campaign(c)?.state == .completed)
+                #expect(try await h.store.campaignsAwaitingCleanup().contains { $0.id == c })
+                #expect(try await h.keys(c).contains("pf:{\(h.key(c))}:stats"))
+
+                _ = try await h.redis("DEL", meta)  // the fault goes away
+                try await h.coordinator.round()
+                #expect(try await h.keys(c).isEmpty)
+                #expect(!(try await h.queue.activeCampaigns(topic: h.topic, environment: h.environment).contains(c)))
+                #expect(!(try await h.store.campaignsAwaitingCleanup().contains { $0.id == c }))
+            }
+        }
+    }
+}
+
+/// Redis, the pipeline database, a quiet coordinator, and campaigns of a topic of its own.
+private struct CoordinatorHarness {
+    let queue: CampaignQueue
+    let store: CampaignStore
+    let coordinator: CoordinatorService
+    let topic = PostgresFixture.topic("isolation")
+    let environment = "production"
+
+    static func run(_ body: (CoordinatorHarness) async throws -> Void) async throws {
+        let client = RedisClient(configuration: try RedisConfiguration(url: try IntegrationEnvironment.redisURL()), logger: silentRedisLogger)
+        let store = CampaignStore(configuration: try PostgresConfiguration(url: try IntegrationEnvironment.pipelinePostgresURL()), logger: PostgresFixture.logger)
+        let running = Task { await store.run() }
+        defer { running.cancel() }
+        try await store.migrate()
+        var logger = Logger(label: "pushfleet.test.coordinator")
+        logger.logLevel = .error  // not the warnings these tests provoke on purpose
+        let queue = CampaignQueue(client: client)
+        let harness = CoordinatorHarness(queue: queue, store: store, coordinator: CoordinatorService(configuration: .init(), queue: queue, store: store, logger: logger))
+        do {
+            try await body(harness)
+        } catch {
+            try? await harness.tidy()
+            try? await client.shutdown()
+            throw error
+        }
+        try await harness.tidy()
+        try await client.shutdown()
+    }
+
+    func key(_ id: UUID) -> String { id.uuidString.lowercased() }
+
+    /// Launches `tokens` fresh tokens in shards of 2 with the Launcher, as `pushfleet launch` does.
+    func launch(tokens count: Int) async throws -> UUID {
+        var tokens = Tokens(left: TestTokens.tokens(count, seed: UInt64.random(in: 1...UInt64.max)))
+        let payload = try Payload(jsonText: Array(#"{"aps":{"alert":"hi"}}"#.utf8), format: .http2)
+        let request = Launcher.Request(topic: self.topic, environment: self.environment, payload: payload, shardSize: 2)
+        return try await Launcher(queue: self.queue, store: self.store).launch(request, tokens: &tokens).id
+    }
+
+    /// What a worker would do without APNs: every shard claimed, all its tokens accepted, completed.
+    func finishEveryShard(of id: UUID) async throws {
+        while let lease = try await self.queue.claim(campaign: id, worker: "isolation", leaseMilliseconds: 30_000) {
+            let delta = CheckpointDelta(sequence: 1, cursor: lease.tokenCount, accepted: lease.tokenCount)
+            #expect(try await self.queue.checkpoint(lease, delta, leaseMilliseconds: 30_000) == .ok(.running))
+            #expect(try await self.queue.complete(lease))
+        }
+    }
+
+    func redis(_ parts: any RedisArgumentConvertible...) async throws -> RedisReply {
+        let arguments = parts.map(\.redisArgument)
+        return try await self.queue.client.withConnection { try $0.command(arguments) }
+    }
+
+    /// Every Redis key of a campaign.
+    func keys(_ id: UUID) async throws -> Set<String> {
+        Set(try #require(try await self.redis("KEYS", "pf:{\(self.key(id))}*").array).compactMap(\.string))
+    }
+
+    /// Leaves nothing for later coordinators of the pipeline database: this topic's campaigns that
+    /// are not finished fail, and every Redis key of its campaigns goes.
+    private func tidy() async throws {
+        for campaign in try await self.store.campaigns(in: [.running, .paused, .completed]) where campaign.topic == self.topic {
+            _ = try await self.store.setState(campaign.id, to: .failed, from: [.running, .paused])
+            for key in try await self.keys(campaign.id) { _ = try await self.redis("DEL", key) }
+            _ = try await self.redis("SREM", "pf:active:\(self.topic):\(self.environment)", self.key(campaign.id))
+            try await self.store.markQueueRemoved(campaign.id)
+        }
+    }
+}
+
+/// An audience held in memory.
+private struct Tokens: TokenSource {
+    var left: [DeviceToken]
+
+    mutating func next(upTo maximum: Int) async throws -> [DeviceToken] {
+        defer { self.left.removeFirst(min(maximum, self.left.count)) }
+        return Array(self.left.prefix(maximum))
+    }
+}
