@@ -134,7 +134,10 @@ public final class CoordinatorService: Sendable {
 
     private func serve(_ campaign: CampaignRecord) async throws {
         if campaign.state == .cancelled {
-            if campaign.pending > 0 { try await self.finishCancelled(campaign) }
+            if campaign.pending > 0 {
+                try await self.tellRedis(campaign)
+                try await self.finishCancelled(campaign)
+            }
             return
         }
         let (counters, caughtUp) = try await self.fold(campaign)
@@ -145,8 +148,16 @@ public final class CoordinatorService: Sendable {
             if try await self.store.setState(campaign.id, to: .completed, from: [.running, .paused]) {
                 self.logger.info("campaign completed", metadata: ["campaign": "\(campaign.id)", "accepted": "\(counters.accepted)", "rejected": "\(rejected)"])
                 try await self.removeQueue(of: campaign)
+                return
             }
         }
+        try await self.tellRedis(campaign)
+    }
+
+    /// Postgres holds the campaign's state; Redis is told it again every round, so an operator's
+    /// pause, resume or cancel that Redis missed (it was down) still reaches the workers.
+    private func tellRedis(_ campaign: CampaignRecord) async throws {
+        try await self.queue.setStatus(campaign: campaign.id, CampaignQueueStatus(campaign.state))
     }
 
     /// Removes a finished campaign's Redis keys and records it; a failure is retried next round.
@@ -236,6 +247,17 @@ public final class CoordinatorService: Sendable {
             } catch {
                 self.logger.warning("cannot poll the feedback service", metadata: ["endpoint": "\(source.host):\(source.port)", "error": "\(error)"])
             }
+        }
+    }
+}
+
+extension CampaignQueueStatus {
+    /// The status workers see for a campaign in `state` (running, paused or cancelled).
+    init(_ state: CampaignState) {
+        switch state {
+        case .paused: self = .paused
+        case .cancelled, .completed, .failed: self = .cancelled
+        case .pending, .running: self = .running
         }
     }
 }

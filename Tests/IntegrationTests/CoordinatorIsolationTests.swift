@@ -59,6 +59,26 @@ extension PipelineTests {
                 #expect(!(try await h.store.campaignsAwaitingCleanup().contains { $0.id == c }))
             }
         }
+
+        /// An operator's cancel (or pause, or resume) that reached Postgres but not Redis, which was
+        /// down: the coordinator tells Redis Postgres' state at its next round, so workers stop.
+        @Test func aStateRedisMissedIsAppliedByTheNextRound() async throws {
+            try await CoordinatorHarness.run { h in
+                let d = try await h.launch(tokens: 4)
+                let status = { try await h.redis("HGET", "pf:{\(h.key(d))}:meta", "status").string }
+                #expect(try await h.store.setState(d, to: .paused, from: [.running]))
+                #expect(try await status() == "running")
+                try await h.coordinator.round()
+                #expect(try await status() == "paused")
+                #expect(try await h.store.setState(d, to: .cancelled, from: [.paused]))
+                try await h.coordinator.round()
+                // Cancelled with no lease left, it is also settled at once and its keys go.
+                let settled = try await h.keys(d).isEmpty
+                let current = try await status()
+                #expect(settled || current == "cancelled")
+                #expect(try await h.queue.claim(campaign: d, worker: "w", leaseMilliseconds: 1_000) == nil, "a cancelled campaign hands out no work")
+            }
+        }
     }
 }
 

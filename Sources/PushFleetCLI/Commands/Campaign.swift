@@ -28,7 +28,12 @@ struct Campaign: AsyncParsableCommand {
                 guard try await store.setState(id, to: postgresState, from: allowed) else {
                     throw CLIError("campaign \(self.campaignID) is \(record.state.rawValue); it cannot become \(postgresState.rawValue)")
                 }
-                try await queue.setStatus(campaign: id, queueStatus)
+                do {
+                    try await queue.setStatus(campaign: id, queueStatus)
+                } catch {
+                    // Postgres holds the state; the coordinator tells Redis again every round.
+                    FileHandle.standardError.write(Data("warning: \(error); the coordinator applies it once Redis answers\n".utf8))
+                }
                 print("campaign \(self.campaignID) \(postgresState.rawValue)")
             }
         }
@@ -49,6 +54,7 @@ struct Campaign: AsyncParsableCommand {
     struct Cancel: AsyncParsableCommand {
         static let configuration = CommandConfiguration(abstract: "Stop for good; what was not sent is counted as cancelled.")
         @OptionGroup var target: Target
-        func run() async throws { try await self.target.change(to: .cancelled, from: [.running, .paused, .pending], queueStatus: .cancelled) }
+        // Cancelling again is allowed: it tells Redis once more.
+        func run() async throws { try await self.target.change(to: .cancelled, from: [.running, .paused, .pending, .cancelled], queueStatus: .cancelled) }
     }
 }
