@@ -33,6 +33,10 @@ public struct CampaignRecord: Sendable, Hashable {
 
     /// Tokens without an outcome yet.
     public var pending: Int { total - accepted - rejected.values.reduce(0, +) - cancelled }
+    /// Shards given up on after too many claims (`campaign retry` puts them back).
+    public var deadShards: [Int] = []
+    /// Why the campaign is `failed` (or paused by PushFleet itself), for people.
+    public var stateReason: String? = nil
 
     public init(
         id: UUID, topic: String, environment: String, state: CampaignState, total: Int, shardCount: Int,

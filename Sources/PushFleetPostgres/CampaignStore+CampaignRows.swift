@@ -8,7 +8,7 @@ extension CampaignStore {
     static let selectCampaigns = """
         SELECT c.campaign_id, a.topic, a.environment, c.state, c.total_tokens, c.shard_count, c.accepted, c.resent,
                c.cancelled, c.done_shards, c.duplicates_dropped, c.created_at, c.started_at, c.finished_at, c.last_event_id,
-               c.retried,
+               c.retried, c.dead_shards, c.state_reason,
                ARRAY(SELECT r.reason FROM campaign_rejections r WHERE r.campaign_id = c.campaign_id ORDER BY r.reason),
                ARRAY(SELECT r.count FROM campaign_rejections r WHERE r.campaign_id = c.campaign_id ORDER BY r.reason)
         FROM campaigns c JOIN apps a USING (app_id)
@@ -22,16 +22,20 @@ extension CampaignStore {
         let cells = Array(row)
         let (createdAt, startedAt, finishedAt) = (try cells[11].decode(Date.self), try cells[12].decode(Date?.self), try cells[13].decode(Date?.self))
         let (lastEventID, retried) = (try cells[14].decode(String.self), try cells[15].decode(Int.self))
-        let (reasons, counts) = (try cells[16].decode([String].self), try cells[17].decode([Int].self))
+        let (dead, reason) = (try cells[16].decode([Int].self), try cells[17].decode(String?.self))
+        let (reasons, counts) = (try cells[18].decode([String].self), try cells[19].decode([Int].self))
         guard let state = CampaignState(rawValue: state) else {
             throw PostgresStoreError.invalidInput("campaign \(id) has an unknown state '\(state)'")
         }
-        return CampaignRecord(
+        var record = CampaignRecord(
             id: id, topic: topic, environment: environment, state: state, total: total, shardCount: shards,
             accepted: accepted, rejected: Dictionary(zip(reasons, counts), uniquingKeysWith: max), resent: resent,
             retried: retried, cancelled: cancelled, doneShards: done, duplicatesDropped: duplicates, createdAt: createdAt,
             startedAt: startedAt, finishedAt: finishedAt, lastEventID: lastEventID
         )
+        record.deadShards = dead
+        record.stateReason = reason
+        return record
     }
 
     /// The campaign's definition as launch wrote it (payload, headers, shard sizes), or `nil`. For

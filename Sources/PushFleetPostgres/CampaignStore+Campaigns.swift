@@ -154,4 +154,49 @@ extension CampaignStore {
             return deleted
         }
     }
+
+    /// Records the campaign's dead shards, and fails it with `reason` when `fail` (from running or
+    /// paused). - Returns: whether it was failed now.
+    @discardableResult
+    public func setDeadShards(_ id: UUID, _ shards: [Int], failWith reason: String?) async throws -> Bool {
+        try await self.withConnection("record the dead shards of \(id)") { connection in
+            let rows = try await connection.query(
+                """
+                UPDATE campaigns SET
+                    dead_shards = \(shards),
+                    state = CASE WHEN \(reason != nil) AND state IN ('running', 'paused') THEN 'failed' ELSE state END,
+                    state_reason = CASE WHEN \(reason != nil) AND state IN ('running', 'paused') THEN \(reason) ELSE state_reason END,
+                    finished_at = CASE WHEN \(reason != nil) AND state IN ('running', 'paused') THEN now() ELSE finished_at END,
+                    updated_at = now()
+                WHERE campaign_id = \(id)
+                RETURNING state
+                """,
+                logger: self.logger
+            )
+            var failed = false
+            for try await state in rows.decode(String.self) { failed = reason != nil && state == "failed" }
+            return failed
+        }
+    }
+
+    /// Puts a failed campaign back to running for `campaign retry`, clearing its reason, dead
+    /// shards and finish time. - Returns: whether it was failed, running or paused (and so is now
+    /// running, or stays paused).
+    public func retry(_ id: UUID) async throws -> Bool {
+        try await self.withConnection("retry campaign \(id)") { connection in
+            let rows = try await connection.query(
+                """
+                UPDATE campaigns SET
+                    state = CASE WHEN state = 'failed' THEN 'running' ELSE state END,
+                    state_reason = NULL, dead_shards = '{}', finished_at = NULL, updated_at = now()
+                WHERE campaign_id = \(id) AND state IN ('failed', 'running', 'paused')
+                RETURNING 1
+                """,
+                logger: self.logger
+            )
+            var found = false
+            for try await _ in rows { found = true }
+            return found
+        }
+    }
 }

@@ -15,12 +15,15 @@ enum Schema {
     static var migrations: [Migration] { [version1, version2, version3] }
 
     private static var version3: Migration {
-        Migration(version: 3, name: "queue cleanup, token failure retention", statements: [
+        Migration(version: 3, name: "queue cleanup, token failure retention, dead shards", statements: [
             // Whether a finished campaign's Redis keys are gone: a cleanup that failed is retried.
             "ALTER TABLE campaigns ADD COLUMN queue_removed boolean NOT NULL DEFAULT false",
             // Campaigns settled before this version had their keys removed then.
             "UPDATE campaigns SET queue_removed = true WHERE state IN ('completed', 'failed') OR (state = 'cancelled' AND cancelled > 0)",
             "CREATE INDEX campaigns_cleanup ON campaigns (created_at) WHERE NOT queue_removed AND state IN ('completed', 'cancelled')",
+            // Shards given up on after too many claims, and why a campaign is failed or paused.
+            "ALTER TABLE campaigns ADD COLUMN dead_shards bigint[] NOT NULL DEFAULT '{}'",
+            "ALTER TABLE campaigns ADD COLUMN state_reason text",
             // Token failures are pruned by age.
             "CREATE INDEX token_failures_observed ON token_failures (observed_at)",
         ])

@@ -84,6 +84,17 @@ extension CampaignQueue {
         try await self.count("LLEN", CampaignKeys(campaign).pending)
     }
 
+    /// Puts the dead shards back to pending with their attempts reset. - Returns: how many.
+    public func retryDeadShards(campaign: UUID) async throws -> Int {
+        let keys = CampaignKeys(campaign)
+        return try await self.client.withConnection { connection in
+            let reply = try connection.checkedEvaluate(
+                "retryDead", CampaignScripts.retryDead, keys: [keys.dead, keys.pending, keys.attempts], arguments: []
+            )
+            return try connection.integer(reply, "the retryDead script")
+        }
+    }
+
     /// The shards given up on after too many attempts, in the order they died.
     public func deadShards(campaign: UUID) async throws -> [Int] {
         let keys = CampaignKeys(campaign)

@@ -41,6 +41,22 @@ enum CampaignScripts {
         """
     )
 
+    /// Puts every dead shard back at the end of pending with its attempts reset (`campaign retry`);
+    /// cursor and sent stay, so each resumes where it stopped.
+    ///
+    /// KEYS: 1 dead, 2 pending, 3 attempts. Returns how many shards were put back.
+    static let retryDead = RedisScript(
+        """
+        local shards = redis.call('LRANGE', KEYS[1], 0, -1)
+        for _, sid in ipairs(shards) do
+          redis.call('HDEL', KEYS[3], sid)
+          redis.call('RPUSH', KEYS[2], sid)
+        end
+        redis.call('DEL', KEYS[1])
+        return #shards
+        """
+    )
+
     /// Returns expired leases' shards to the front of pending, or to the dead list once they have
     /// lost `max_attempts` holders. The owner is dropped; cursor and sent stay for the next holder.
     ///

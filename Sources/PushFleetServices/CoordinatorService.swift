@@ -141,6 +141,7 @@ public final class CoordinatorService: Sendable {
             return
         }
         let (counters, caughtUp) = try await self.fold(campaign)
+        if try await self.recordDeadShards(campaign, doneShards: counters.doneShards) { return }
         let rejected = counters.rejected.values.reduce(0, +)
         if caughtUp, counters.doneShards == campaign.shardCount, counters.accepted + rejected == campaign.total {
             // Only the round that completed it removes its keys: a campaign cancelled meanwhile
@@ -158,6 +159,26 @@ public final class CoordinatorService: Sendable {
     /// pause, resume or cancel that Redis missed (it was down) still reaches the workers.
     private func tellRedis(_ campaign: CampaignRecord) async throws {
         try await self.queue.setStatus(campaign: campaign.id, CampaignQueueStatus(campaign.state))
+    }
+
+    /// Records the campaign's dead shards in Postgres (they show in `status`) and, once every other
+    /// shard is done, fails the campaign with the reason. `campaign retry` puts them back.
+    /// - Returns: whether the campaign was failed now.
+    private func recordDeadShards(_ campaign: CampaignRecord, doneShards: Int) async throws -> Bool {
+        let dead = try await self.queue.deadShards(campaign: campaign.id)
+        let stuck = !dead.isEmpty && doneShards + dead.count >= campaign.shardCount
+        guard dead != campaign.deadShards || stuck else { return false }
+        let reason = stuck
+            ? "\(dead.count) shard\(dead.count == 1 ? "" : "s") given up after \(self.configuration.maximumAttempts) claims without progress "
+                + "(\(dead.prefix(10).map(String.init).joined(separator: ", "))\(dead.count > 10 ? ", …" : ""))"
+            : nil
+        let failed = try await self.store.setDeadShards(campaign.id, dead, failWith: reason)
+        if failed {
+            self.logger.error("campaign failed", metadata: ["campaign": "\(campaign.id)", "reason": "\(reason ?? "")"])
+        } else if dead != campaign.deadShards {
+            self.logger.warning("shards given up on", metadata: ["campaign": "\(campaign.id)", "dead": "\(dead)"])
+        }
+        return failed
     }
 
     /// Removes a finished campaign's Redis keys and records it; a failure is retried next round.

@@ -39,6 +39,8 @@ public struct StatusReport: Sendable {
             ("duplicates_dropped", "\(r.duplicatesDropped)"),
             ("shards", "\(r.shardCount)"),
             ("shards_done", "\(r.doneShards)"),
+            ("dead_shards", "[" + r.deadShards.map(String.init).joined(separator: ",") + "]"),
+            ("reason", r.stateReason.map(Self.quote) ?? "null"),
             ("rate", String(format: "%.1f", self.rate)),
             ("eta_seconds", self.etaSeconds.map { String(format: "%.1f", $0) } ?? "null"),
             ("created_at", Self.quote(Self.timestamp(r.createdAt))),
@@ -53,7 +55,7 @@ public struct StatusReport: Sendable {
         let rejected = r.rejected.isEmpty ? "0" : "\(r.rejected.values.reduce(0, +)) (" + r.rejected.sorted { $0.value > $1.value }.map { "\($0.key) \($0.value)" }.joined(separator: ", ") + ")"
         var lines = [
             "campaign  \(r.id.uuidString.lowercased())  \(r.topic) (\(r.environment))",
-            "state     \(r.state.rawValue)",
+            "state     \(r.state.rawValue)" + (r.stateReason.map { ": \($0)" } ?? ""),
             "total     \(r.total)\(r.duplicatesDropped > 0 ? "  (\(r.duplicatesDropped) duplicates dropped)" : "")",
             "accepted  \(r.accepted)",
             "rejected  \(rejected)",
@@ -62,6 +64,9 @@ public struct StatusReport: Sendable {
         ]
         if r.retried > 0 { lines.append("retried   \(r.retried)") }
         if r.cancelled > 0 { lines.append("cancelled \(r.cancelled)") }
+        if !r.deadShards.isEmpty {
+            lines.append("dead      \(r.deadShards.count) shard\(r.deadShards.count == 1 ? "" : "s"); `pushfleet campaign retry \(r.id.uuidString.lowercased())` puts them back")
+        }
         lines.append("rate      \(Int(self.rate))/s" + (self.etaSeconds.map { "  ETA \(Int($0.rounded()))s" } ?? ""))
         return lines.joined(separator: "\n")
     }

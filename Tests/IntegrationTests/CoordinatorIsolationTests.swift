@@ -60,6 +60,41 @@ extension PipelineTests {
             }
         }
 
+        /// A shard whose holders keep dying (their leases expire five times) is set aside as dead:
+        /// `status` lists it, the campaign ends `failed` with the reason once everything else is
+        /// done, and `campaign retry` puts it back so the campaign completes.
+        @Test func deadShardsFailTheCampaignAndRetryCompletesIt() async throws {
+            try await CoordinatorHarness.run { h in
+                let e = try await h.launch(tokens: 4)
+                for _ in 0..<5 {
+                    let lease = try #require(try await h.queue.claim(campaign: e, worker: "dies", leaseMilliseconds: 1))
+                    #expect(lease.shard == 0, "a reaped shard goes back to the front")
+                    try await Task.sleep(for: .milliseconds(20))
+                    try await h.coordinator.round()
+                }
+                #expect(try await h.queue.deadShards(campaign: e) == [0])
+                var record = try #require(try await h.store.campaign(e))
+                #expect(record.state == .running && record.deadShards == [0])
+                #expect(StatusReport(record: record).json.contains(#""dead_shards":[0]"#))
+
+                try await h.finishEveryShard(of: e)
+                try await h.coordinator.round()
+                record = try #require(try await h.store.campaign(e))
+                #expect(record.state == .failed)
+                #expect(record.stateReason?.contains("1 shard given up after 5 claims") == true)
+                #expect(record.pending == 2)
+                #expect(StatusReport(record: record).text.contains("campaign retry"))
+
+                #expect(try await h.queue.retryDeadShards(campaign: e) == 1)
+                #expect(try await h.store.retry(e))
+                #expect(try await h.store.campaign(e)?.state == .running)
+                try await h.finishEveryShard(of: e)
+                try await h.coordinator.round()
+                record = try #require(try await h.store.campaign(e))
+                #expect(record.state == .completed && record.accepted == 4 && record.deadShards.isEmpty && record.stateReason == nil)
+            }
+        }
+
         /// An operator's cancel (or pause, or resume) that reached Postgres but not Redis, which was
         /// down: the coordinator tells Redis Postgres' state at its next round, so workers stop.
         @Test func aStateRedisMissedIsAppliedByTheNextRound() async throws {

@@ -6,8 +6,8 @@ import PushFleetRedis
 /// Operator control of a running campaign.
 struct Campaign: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
-        abstract: "Pause, resume or cancel a campaign.",
-        subcommands: [Pause.self, Resume.self, Cancel.self]
+        abstract: "Pause, resume, cancel or retry a campaign.",
+        subcommands: [Pause.self, Resume.self, Cancel.self, Retry.self]
     )
 
     struct Target: ParsableArguments {
@@ -55,6 +55,26 @@ struct Campaign: AsyncParsableCommand {
         static let configuration = CommandConfiguration(abstract: "Stop for good; what was not sent is counted as cancelled.")
         @OptionGroup var target: Target
         // Cancelling again is allowed: it tells Redis once more.
-        func run() async throws { try await self.target.change(to: .cancelled, from: [.running, .paused, .pending, .cancelled], queueStatus: .cancelled) }
+        func run() async throws { try await self.target.change(to: .cancelled, from: [.running, .paused, .pending, .failed, .cancelled], queueStatus: .cancelled) }
+    }
+
+    struct Retry: AsyncParsableCommand {
+        static let configuration = CommandConfiguration(
+            abstract: "Put a campaign's dead shards (given up after too many claims) back in the queue; a failed campaign runs again."
+        )
+        @OptionGroup var target: Target
+
+        func run() async throws {
+            let id = UUID(uuidString: self.target.campaignID)!
+            try await self.target.state.withState(logger: makeLogger("pushfleet.campaign")) { queue, store in
+                guard let record = try await store.campaign(id) else { throw CLIError("no campaign \(self.target.campaignID)") }
+                // Redis first: a retry that stops half way leaves the campaign failed, and can be run again.
+                let shards = try await queue.retryDeadShards(campaign: id)
+                guard try await store.retry(id) else {
+                    throw CLIError("campaign \(self.target.campaignID) is \(record.state.rawValue); only a failed, running or paused campaign can be retried")
+                }
+                print("campaign \(self.target.campaignID): \(shards) dead shard\(shards == 1 ? "" : "s") back in the queue; \(record.state == .failed ? "running" : record.state.rawValue)")
+            }
+        }
     }
 }
