@@ -67,17 +67,19 @@ extension CampaignStore {
         }
     }
 
-    /// Moves a campaign to `state` if it is in one of `allowed` (an empty list allows none).
+    /// Moves a campaign to `state` if it is in one of `allowed` (an empty list allows none), with
+    /// `reason` (why PushFleet itself paused or failed it; nil clears it).
     /// Entering `running` sets `started_at` the first time; entering `completed`, `cancelled` or `failed`
     /// sets `finished_at`.
     /// - Returns: whether the campaign was in an allowed state (and so now is in `state`); `false` also
     ///   for an unknown id.
-    public func setState(_ id: UUID, to state: CampaignState, from allowed: [CampaignState]) async throws -> Bool {
+    public func setState(_ id: UUID, to state: CampaignState, from allowed: [CampaignState], reason: String? = nil) async throws -> Bool {
         try await self.withConnection("set campaign \(id) to \(state)") { connection in
             let rows = try await connection.query(
                 """
                 UPDATE campaigns SET
                     state = \(state.rawValue),
+                    state_reason = \(reason),
                     started_at = CASE WHEN \(state == .running) THEN COALESCE(started_at, now()) ELSE started_at END,
                     finished_at = CASE WHEN \(state.isFinal) THEN COALESCE(finished_at, now()) ELSE finished_at END,
                     updated_at = now()

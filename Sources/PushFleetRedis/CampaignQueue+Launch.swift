@@ -96,6 +96,33 @@ extension CampaignQueue {
         }
     }
 
+    /// Pauses a running campaign on a worker's word, with the reason for the coordinator to record.
+    /// - Returns: whether it was running.
+    @discardableResult
+    public func requestPause(campaign: UUID, reason: String) async throws -> Bool {
+        let keys = CampaignKeys(campaign)
+        return try await self.client.withConnection { connection in
+            let reply = try connection.checkedEvaluate("requestPause", CampaignScripts.requestPause, keys: [keys.meta], arguments: [Array(reason.utf8)])
+            return try connection.integer(reply, "the requestPause script") == 1
+        }
+    }
+
+    /// The reason a worker paused the campaign with, not yet recorded by the coordinator.
+    public func pauseRequest(campaign: UUID) async throws -> String? {
+        let keys = CampaignKeys(campaign)
+        return try await self.client.withConnection { connection in
+            try connection.checkedCommand(RedisCommand.arguments("HGET", keys.meta, "pause_reason")).string
+        }
+    }
+
+    /// Forgets a pause request the coordinator has recorded.
+    public func clearPauseRequest(campaign: UUID) async throws {
+        let keys = CampaignKeys(campaign)
+        try await self.client.withConnection { connection in
+            _ = try connection.checkedCommand(RedisCommand.arguments("HDEL", keys.meta, "pause_reason"))
+        }
+    }
+
     /// Sets the status workers see at their next claim or checkpoint. Does nothing when the campaign
     /// is not published (it never creates a meta hash).
     public func setStatus(campaign: UUID, _ status: CampaignQueueStatus) async throws {

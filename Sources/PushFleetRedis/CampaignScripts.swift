@@ -37,6 +37,21 @@ enum CampaignScripts {
         """
         if redis.call('EXISTS', KEYS[1]) == 0 then return 0 end
         redis.call('HSET', KEYS[1], 'status', ARGV[1])
+        if ARGV[1] == 'running' then redis.call('HDEL', KEYS[1], 'pause_reason') end
+        return 1
+        """
+    )
+
+    /// A worker's request to pause a running campaign over a provider-level error: the status
+    /// becomes `paused` at once (every worker stops at its next checkpoint) and the reason waits for
+    /// the coordinator, which records it in Postgres. The first reason stays.
+    ///
+    /// KEYS: 1 meta. ARGV: 1 reason. Returns 1 if the campaign was running, else 0.
+    static let requestPause = RedisScript(
+        """
+        if redis.call('HGET', KEYS[1], 'status') ~= 'running' then return 0 end
+        redis.call('HSET', KEYS[1], 'status', 'paused')
+        redis.call('HSETNX', KEYS[1], 'pause_reason', ARGV[1])
         return 1
         """
     )

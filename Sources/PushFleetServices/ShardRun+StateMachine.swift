@@ -17,6 +17,12 @@ extension ShardRun {
     /// or a release, sends and counts the positions above it anew, and none of them was counted
     /// before: `accepted + rejected` can never exceed the shard's size. The price is that an
     /// outcome above a slow answer waits to be counted until that answer arrives.
+    ///
+    /// **A provider-level answer is no outcome.** A position APNs refused for the provider's sake
+    /// (a wrong team id, a topic the certificate does not cover, an outage that outlasted the
+    /// retries) is *deferred*: the mark never passes it, the run asks once for the campaign to be
+    /// paused with the reason, stops feeding, and releases the shard at the mark when every other
+    /// answer is in. After `campaign resume` the shard is sent from there.
     struct StateMachine {
         struct Repeats: Hashable, Sendable {
             var resent = 0
@@ -28,6 +34,9 @@ extension ShardRun {
             case none
             /// Tell the feeder to stop after the window it is handing over; then ``feedingStopped(now:)``.
             case stopFeeding
+            /// Pause the campaign for everyone, with this reason (a provider-level rejection); then
+            /// ``pauseRequested(now:)``.
+            case pauseCampaign(reason: String)
             /// Stop the channel from writing anything more (the run is giving the shard up before
             /// its outcomes came); then ``channelHalted(now:)``.
             case haltChannel
@@ -65,8 +74,18 @@ extension ShardRun {
         let start: Int
         let tokenCount: Int
 
+        private enum Answer: UInt8 {
+            case none, settled, deferred
+        }
+
         private var phase = Phase.running
-        private var settled: [Bool]
+        /// Per position from ``start``: whether its outcome came, or a provider-level refusal.
+        private var answers: [Answer]
+        /// Positions with an answer of either kind.
+        private var answered = 0
+        /// The first provider-level reason, and whether the pause is still to be asked for.
+        private(set) var deferredReason: String? = nil
+        private var pauseToRequest = false
         /// Rejections of positions above the low-water mark, held until the mark passes them.
         private var heldRejections: [Int: Rejection] = [:]
         /// The first position without an outcome.
@@ -80,6 +99,8 @@ extension ShardRun {
         private var feedEnded = false
         /// Positions handed over without an outcome when the run gave up: reported as re-sent.
         private var extraResent = 0
+        /// ``extraResent`` was set for the run's end (it is set once, whatever is retried).
+        private var tailCounted = false
         /// A checkpoint sent without an answer: sent again, unchanged, before anything new.
         private var unanswered: CheckpointDelta? = nil
         private var unansweredRepeats = Repeats()
@@ -98,7 +119,7 @@ extension ShardRun {
             self.run = run
             self.start = lease.cursor
             self.tokenCount = lease.tokenCount
-            self.settled = Array(repeating: false, count: max(0, lease.tokenCount - lease.cursor))
+            self.answers = Array(repeating: .none, count: max(0, lease.tokenCount - lease.cursor))
             self.lowWater = lease.cursor
             self.handedUpTo = lease.cursor
             self.fedUpTo = lease.cursor
@@ -125,6 +146,8 @@ extension ShardRun {
                     self.settle(tag: tag, rejection: nil)
                 case .rejected(let tag, let rejection):
                     self.settle(tag: tag, rejection: rejection)
+                case .deferred(let tag, let reason):
+                    self.defer(tag: tag, reason: reason)
                 }
             }
             return self.next(now: now)
@@ -172,6 +195,10 @@ extension ShardRun {
         }
 
         mutating func feedingStopped(now: ContinuousClock.Instant) -> Action {
+            self.next(now: now)
+        }
+
+        mutating func pauseRequested(now: ContinuousClock.Instant) -> Action {
             self.next(now: now)
         }
 
@@ -242,23 +269,46 @@ extension ShardRun {
 
         // MARK: - Deciding
 
+        /// The index of `tag`'s position if it is this run's and has no answer yet.
+        private func unanswered(_ tag: UInt64) -> Int? {
+            guard tag & SlotContext.runMask == self.run else { return nil }
+            let index = Int(tag & ~SlotContext.runMask) - self.start
+            guard index >= 0, index < self.answers.count, self.answers[index] == .none else { return nil }
+            return index
+        }
+
         private mutating func settle(tag: UInt64, rejection: Rejection?) {
-            guard tag & SlotContext.runMask == self.run else { return }
-            let position = Int(tag & ~SlotContext.runMask)
-            let index = position - self.start
-            guard index >= 0, index < self.settled.count, !self.settled[index] else { return }
-            self.settled[index] = true
+            guard let index = self.unanswered(tag) else { return }
+            self.answers[index] = .settled
+            self.answered += 1
+            let position = self.start + index
             if position == self.lowWater {
                 self.count(rejection)
                 self.lowWater += 1
                 // The mark moves over every position that was already settled above it.
-                while self.lowWater - self.start < self.settled.count, self.settled[self.lowWater - self.start] {
+                while self.lowWater - self.start < self.answers.count, self.answers[self.lowWater - self.start] == .settled {
                     self.count(self.heldRejections.removeValue(forKey: self.lowWater))
                     self.lowWater += 1
                 }
             } else if let rejection {
                 self.heldRejections[position] = rejection
             }
+        }
+
+        private mutating func `defer`(tag: UInt64, reason: String) {
+            guard let index = self.unanswered(tag) else { return }
+            self.answers[index] = .deferred
+            self.answered += 1
+            if self.deferredReason == nil {
+                self.deferredReason = reason
+                self.pauseToRequest = true
+                self.stopRequested = true
+            }
+        }
+
+        /// Settled positions above the mark: the next holder sends them again.
+        private var settledAboveMark: Int {
+            self.answers[(self.lowWater - self.start)...].count { $0 == .settled }
         }
 
         private mutating func count(_ rejection: Rejection?) {
@@ -272,22 +322,36 @@ extension ShardRun {
         /// What the run does now, in its running phase.
         private mutating func next(now: ContinuousClock.Instant) -> Action {
             guard case .running = self.phase else { return .none }
+            if self.pauseToRequest, let reason = self.deferredReason {
+                self.pauseToRequest = false
+                return .pauseCampaign(reason: reason)
+            }
             if self.stopRequested && self.stopping == nil {
                 self.stopping = now
                 return .stopFeeding
             }
             let finished = self.lowWater == self.tokenCount
-            let drained = self.stopping != nil && self.feedEnded && self.lowWater == self.fedUpTo
+            // Everything that may have been written has an answer (an outcome, or a deferral).
+            let drained = self.stopping != nil && self.feedEnded && self.answered == self.handedUpTo - self.start
             let outOfTime = self.channelWasReset || (self.stopping.map { now - $0 >= self.configuration.drainTimeout } ?? false)
             let due = self.unsavedAccepted + self.unsavedRejections.count >= self.configuration.checkpointEvery
                 || now - self.lastCheckpoint >= self.configuration.checkpointInterval
             guard due || finished || drained || outOfTime else { return .none }
             let closing: Ending? = finished ? .completed : drained ? .released : outOfTime ? .abandoned : nil
             self.phase = .checkpointing(closing: closing)
-            if closing == .abandoned {
+            if closing == .released && !self.tailCounted {
+                // Outcomes above a deferred position are dropped with the release: those tokens go
+                // out again after the resume.
+                self.tailCounted = true
+                self.extraResent = self.settledAboveMark
+            }
+            if closing == .abandoned && !self.tailCounted {
                 // The outcomes of [lowWater, handedUpTo) never came: stop writing before anyone else
                 // can claim the shard, and count those positions as re-sent.
+                self.tailCounted = true
                 self.extraResent = max(0, self.handedUpTo - self.lowWater)
+            }
+            if closing == .abandoned {
                 if !self.channelHalted {
                     self.channelHalted = true
                     return .haltChannel

@@ -84,6 +84,16 @@ struct ShardRun {
             case .stopFeeding:
                 stop.set()
                 action = self.machine.feedingStopped(now: .now)
+            case .pauseCampaign(let reason):
+                let reason = reason + (self.worker.configuration.credentials.map { " for \($0)" } ?? "")
+                self.logger.error("APNs refused the provider, not the token: pausing the campaign", metadata: self.metadata.merging(["reason": "\(reason)"]) { $1 })
+                do {
+                    try await self.worker.queue.requestPause(campaign: self.lease.campaign, reason: reason)
+                } catch {
+                    // The run stops anyway; the next run to meet the same answer asks again.
+                    self.logger.warning("cannot pause the campaign", metadata: self.metadata.merging(["error": "\(error)"]) { $1 })
+                }
+                action = self.machine.pauseRequested(now: .now)
             case .haltChannel:
                 self.slot.halt()
                 action = self.machine.channelHalted(now: .now)

@@ -24,6 +24,9 @@ extension WorkerService {
         public var idlePoll: Duration
         /// How long a drain (SIGTERM) waits for outcomes of what was already sent. Defaults to 20 s.
         public var drainTimeout: Duration
+        /// Names the credentials in a pause reason (`team ABC123DEFG, key ABC123DEFG`), never a
+        /// secret. Defaults to none.
+        public var credentials: String?
 
         public init(
             topic: String,
@@ -49,6 +52,7 @@ extension WorkerService {
             self.readWindow = max(1, readWindow)
             self.idlePoll = idlePoll
             self.drainTimeout = drainTimeout
+            self.credentials = nil
         }
     }
 }

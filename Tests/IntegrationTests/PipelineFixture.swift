@@ -76,13 +76,13 @@ struct PipelineFixture {
     enum HTTP2Authentication { case providerToken, certificate }
 
     /// Starts an HTTP/2 worker against the fixture's simulator.
-    func startHTTP2Worker(_ authentication: HTTP2Authentication, connections: Int = 2) throws -> PushFleetProcess {
+    func startHTTP2Worker(_ authentication: HTTP2Authentication, connections: Int = 2, teamID: String = BinaryFixture.teamID) throws -> PushFleetProcess {
         let certificates = self.mock.certificates
         let credentials: [String]
         switch authentication {
         case .providerToken:
             credentials = ["--ca", certificates.caCertificate, "--auth-key", certificates.authKey,
-                           "--key-id", BinaryFixture.keyID, "--team-id", BinaryFixture.teamID]
+                           "--key-id", BinaryFixture.keyID, "--team-id", teamID]
         case .certificate:
             credentials = self.tlsArguments
         }

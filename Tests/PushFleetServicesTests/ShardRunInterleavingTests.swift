@@ -58,6 +58,8 @@ struct ShardRunInterleavingTests {
                         return
                     case .stopFeeding:
                         action = machine.feedingStopped(now: clock)
+                    case .pauseCampaign:
+                        action = machine.pauseRequested(now: clock)
                     case .haltChannel:
                         action = machine.channelHalted(now: clock)
                     case .extendWriteDeadline:

@@ -161,6 +161,48 @@ struct ShardRunStateMachineTests {
         #expect(machine.leaseLost() == .end(.leaseLost, giveBack: .init()))
     }
 
+    // MARK: - Provider-level refusals
+
+    static func deferred(_ position: Int, _ reason: String = "InvalidProviderToken (HTTP 403)") -> ArraySlice<DeliveryOutcome> {
+        [.deferred(tag: run | UInt64(position), reason: reason)]
+    }
+
+    @Test func aProviderLevelRefusalPausesTheCampaignAndCountsNothing() {
+        var machine = Self.started(count: 10, handed: 6)
+        #expect(machine.outcomes(Self.accepted(0, 1), now: Self.at(1)) == .none)
+        // 2 is refused for the provider's sake: the campaign is paused, the run stops feeding.
+        #expect(machine.outcomes(Self.deferred(2), now: Self.at(2)) == .pauseCampaign(reason: "InvalidProviderToken (HTTP 403)"))
+        #expect(machine.pauseRequested(now: Self.at(2)) == .stopFeeding)
+        #expect(machine.feedingStopped(now: Self.at(2)) == .none)
+        #expect(machine.feedEnded(now: Self.at(3)) == .none)
+        // The rest of what was written comes back: one more refusal (asked for once), an
+        // acceptance and a rejection above the refused position.
+        #expect(machine.outcomes(Self.deferred(3, "Forbidden (HTTP 403)"), now: Self.at(4)) == .none)
+        #expect(machine.outcomes(Self.accepted(4), now: Self.at(4)) == .none)
+        #expect(machine.outcomes(Self.rejected(5), now: Self.at(5)) == .collectRepeats(fresh: true))
+        // Only what lies below the first refusal is counted; 4 and 5 go out again after the
+        // resume and are counted as re-sent now; 2 and 3 are neither rejected nor re-sent.
+        #expect(machine.repeatsCollected(.init(), now: Self.at(5)) == .checkpoint(CheckpointDelta(sequence: 1, cursor: 2, accepted: 2, resent: 2)))
+        #expect(machine.checkpointConfirmed(.paused, now: Self.at(6)) == .extendWriteDeadline(until: Self.at(5) + .seconds(2)))
+        #expect(machine.writeDeadlineExtended(now: Self.at(6)) == .release(cursor: 2, ending: .released))
+        #expect(machine.deferredReason == "InvalidProviderToken (HTTP 403)")
+    }
+
+    @Test func aReleaseWhoseCheckpointFailedCountsItsTailOnce() {
+        var machine = Self.started(count: 4, handed: 4)
+        #expect(machine.outcomes(Self.deferred(0), now: Self.at(1)) == .pauseCampaign(reason: "InvalidProviderToken (HTTP 403)"))
+        #expect(machine.pauseRequested(now: Self.at(1)) == .stopFeeding)
+        #expect(machine.feedingStopped(now: Self.at(1)) == .none)
+        #expect(machine.feedEnded(now: Self.at(1)) == .none)
+        #expect(machine.outcomes(Self.accepted(1, 2, 3), now: Self.at(2)) == .collectRepeats(fresh: true))
+        let release = CheckpointDelta(sequence: 1, cursor: 0, resent: 3)
+        #expect(machine.repeatsCollected(.init(), now: Self.at(2)) == .checkpoint(release))
+        #expect(machine.checkpointFailed(now: Self.at(3)) == .none)
+        #expect(machine.tick(now: Self.at(1_500)) == .checkpoint(release), "sent again as it was, the tail not added twice")
+        #expect(machine.checkpointConfirmed(.paused, now: Self.at(1_501)) == .extendWriteDeadline(until: Self.at(1_500) + .seconds(2)))
+        #expect(machine.writeDeadlineExtended(now: Self.at(1_501)) == .release(cursor: 0, ending: .released))
+    }
+
     // MARK: - Stopping
 
     @Test func aDrainWaitsForWhatIsOutAndReleasesTheRest() {

@@ -19,6 +19,24 @@ public struct HTTP2Rejection: Hashable, Sendable, CustomStringConvertible {
     }
 
     public var description: String { "\(self.status) \(self.reason)" + (self.timestamp.map { " since \($0)" } ?? "") }
+
+    /// Whether the rejection is about the provider or APNs (credentials, topic, certificate, an
+    /// outage, throttling that outlasted the retries) rather than about the device token: the same
+    /// answer would come for every token, so it must pause a campaign, never count as a token's
+    /// final outcome. Token-level: `BadDeviceToken`, `Unregistered`, `ExpiredToken`,
+    /// `DeviceTokenNotForTopic`, `PayloadTooLarge` and the other 400s about the request's own fields.
+    public var isProviderLevel: Bool {
+        switch self.status {
+        case 403, 404, 405, 429, 500...599: return true  // auth, path, method, throttling, APNs itself
+        default: return Self.providerReasons.contains(self.reason)
+        }
+    }
+
+    private static let providerReasons: Set<HTTP2Reason> = [
+        .badTopic, .missingTopic, .topicDisallowed, .invalidPushType, .badCertificate, .badCertificateEnvironment,
+        .expiredProviderToken, .forbidden, .invalidProviderToken, .missingProviderToken, .unrelatedKeyIdInToken,
+        .tooManyProviderTokenUpdates, .badPath, .methodNotAllowed,
+    ]
 }
 
 /// What to do about one answer from APNs. Apple states no retry rules; these are PushFleet's:

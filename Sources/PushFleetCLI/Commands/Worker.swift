@@ -73,6 +73,11 @@ struct Worker: AsyncParsableCommand {
             shardsPerConnection: self.shardsPerConnection, leaseMilliseconds: self.leaseMs
         )
         if let id = self.workerId { configuration.workerID = id }
+        if self.protocol == "http2", let team = self.providerToken.teamId, let key = self.providerToken.keyId {
+            configuration.credentials = "team \(team), key \(key)"
+        } else if self.tls.hasIdentity {
+            configuration.credentials = "the client certificate"
+        }
         let drain = DrainSignal()
         let signals = Task { try await Signals.waitForTermination(); drain.trigger() }
         defer { signals.cancel() }

@@ -9,10 +9,13 @@ import PushFleetRedis
 enum DeliveryOutcome: Sendable {
     case accepted(tag: UInt64)
     case rejected(tag: UInt64, Rejection)
+    /// APNs refused it for a reason about the provider or APNs itself (credentials, topic, an
+    /// outage): not the token's outcome. It stays unsent, and the campaign is paused with `reason`.
+    case deferred(tag: UInt64, reason: String)
 
     var tag: UInt64 {
         switch self {
-        case .accepted(let tag), .rejected(let tag, _): return tag
+        case .accepted(let tag), .rejected(let tag, _), .deferred(let tag, _): return tag
         }
     }
 }
@@ -186,6 +189,8 @@ struct HTTP2Channel: DeliveryChannel {
             switch event {
             case .accepted(let notifications):
                 for notification in notifications { batch.append(.accepted(tag: notification.tag)) }
+            case .rejected(let notification, let rejection) where rejection.isProviderLevel:
+                batch.append(.deferred(tag: notification.tag, reason: "\(rejection.reason) (HTTP \(rejection.status))"))
             case .rejected(let notification, let rejection):
                 batch.append(
                     .rejected(

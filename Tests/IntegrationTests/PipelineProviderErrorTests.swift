@@ -1,0 +1,44 @@
+import APNSMockServer
+import Foundation
+import PushFleetTestSupport
+import Testing
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// A typo must not burn an audience: workers started with a wrong `--team-id` get
+/// `403 InvalidProviderToken` for every request. That is about the provider, not the tokens, so the
+/// campaign pauses with the reason and nothing is counted as rejected; restarted with the right id
+/// and resumed, it completes exactly.
+extension PipelineTests {
+    @Test func aWrongTeamIDPausesTheCampaignAndResumeCompletesIt() async throws {
+        let fixture = try await PipelineFixture.start(count: 50_000)
+        defer { Task { await fixture.stop() } }
+        let coordinator = try fixture.startCoordinator()
+        let wrong = try (0..<2).map { _ in try fixture.startHTTP2Worker(.providerToken, teamID: "WRONGTEAM1") }
+        let id = try await fixture.launch(protocol: "http2")
+
+        let paused = try await fixture.waitForStatus(id, limit: .seconds(300)) { $0["state"] as? String == "paused" }
+        #expect(paused["state"] as? String == "paused")
+        #expect((paused["reason"] as? String)?.contains("InvalidProviderToken") == true, "\(paused)")
+        #expect((paused["reason"] as? String)?.contains("team WRONGTEAM1") == true, "\(paused)")
+        for worker in wrong { worker.signal(SIGTERM) }
+        for worker in wrong { #expect(await worker.wait() == 0) }
+        let stopped = try await fixture.status(id)
+        #expect(stopped["rejected"] as? [String: Int] == [:], "provider-level refusals are no token's outcome")
+        #expect(stopped["accepted"] as? Int == 0)
+        #expect(fixture.mock.ledger.snapshot().accepted == 0)
+
+        let right = try (0..<2).map { _ in try fixture.startHTTP2Worker(.providerToken) }
+        let resumed = try await PushFleetProcess.run(["campaign", "resume", id.uuidString] + fixture.stateArguments)
+        #expect(resumed.status == 0, "\(resumed.error)")
+        let status = try await fixture.waitForCompletion(id, limit: .seconds(900))
+        #expect(status["resent"] as? Int == 0)
+        #expect(status["reason"] is NSNull)
+        fixture.expectReconciled(status, duplicatesAllowed: 0, http2: true)
+        for worker in right { worker.signal(SIGTERM) }
+        coordinator.signal(SIGTERM)
+        for worker in right { await worker.wait() }
+        await coordinator.wait()
+    }
+}
