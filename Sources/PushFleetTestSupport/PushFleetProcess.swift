@@ -28,6 +28,8 @@ public final class PushFleetProcess: @unchecked Sendable {
         self.process.arguments = arguments
         var merged = ProcessInfo.processInfo.environment
         merged["PUSHFLEET_LOG_LEVEL"] = merged["PUSHFLEET_LOG_LEVEL"] ?? "warning"
+        // The process ends within a second of this one's death (a crashed or killed test run).
+        merged["PUSHFLEET_EXIT_WITH_PARENT"] = "1"
         for (key, value) in environment { merged[key] = value }
         self.process.environment = merged
         let out = Pipe()
