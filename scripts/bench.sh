@@ -1,11 +1,16 @@
 #!/usr/bin/env bash
 # scripts/bench.sh [--tokens N] [--workers W] [--connections C] [--protocol binary|http2] [--error-delay-ms D]
+#                  [--stale-percent P]
 #
 # The whole system on this machine, everything local: Redis, Postgres, the simulator, a
-# coordinator and W workers as separate processes; one campaign of N clean tokens (default
-# 10,000,000). Prints: launch rate, Redis memory per million tokens, wall time from launch to
-# `completed`, notifications per second, worker CPU µs per notification, peak RSS per worker,
-# and the ledger's lost and duplicate counts. Not a test: it asserts nothing about speed.
+# coordinator and W workers as separate processes; one campaign of N tokens (default
+# 10,000,000), clean unless --stale-percent P makes P% of them stale, spread evenly: over HTTP/2
+# half of those are answered 400 BadDeviceToken and half 410 Unregistered; over the binary protocol
+# all are answered InvalidToken (each closes a connection after the error delay: keep P small).
+# Prints: launch rate, Redis memory per million tokens, wall time from launch to `completed`,
+# notifications per second, worker CPU µs per notification, peak RSS per worker, resent and
+# retried, and the reconciliation: Postgres's counts and the ledger's lost and duplicate counts,
+# stale tokens counted as expected rejections. Not a test: it asserts nothing about speed.
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
 # shellcheck source=lib/services.sh
@@ -16,6 +21,7 @@ workers=2
 connections=4
 protocol=binary
 error_delay_ms=500
+stale_percent=0
 while (($#)); do
     case "$1" in
         --tokens) tokens="$2"; shift 2 ;;
@@ -23,10 +29,13 @@ while (($#)); do
         --connections) connections="$2"; shift 2 ;;
         --protocol) protocol="$2"; shift 2 ;;
         --error-delay-ms) error_delay_ms="$2"; shift 2 ;;
+        --stale-percent) stale_percent="$2"; shift 2 ;;
         *) echo "unknown option $1" >&2; exit 2 ;;
     esac
 done
 [[ "$protocol" == binary || "$protocol" == http2 ]] || { echo "--protocol is binary or http2" >&2; exit 2; }
+[[ "$stale_percent" =~ ^[0-9]+(\.[0-9]+)?$ ]] && awk -v p="$stale_percent" 'BEGIN { exit !(p <= 100) }' ||
+    { echo "--stale-percent is a percentage from 0 to 100" >&2; exit 2; }
 
 pf_install_missing
 tmp="$(mktemp -d /tmp/pushfleet-bench.XXXXXX)"
@@ -63,12 +72,26 @@ peak_rss_kb() { awk '/VmHWM/ {print $2}' "/proc/$1/status"; }
 redis_memory() { redis-cli -p "$redis_port" info memory | awk -F: '/^used_memory:/ {print $2}' | tr -d '\r'; }
 
 echo "machine: $(nproc) cores, $(free -g | awk '/Mem:/ {print $2}') GiB, $(uname -m), $(date -u +%Y-%m-%dT%H:%MZ)"
-echo "run: $tokens tokens, $workers workers x $connections connections, $protocol, simulator error delay $error_delay_ms ms"
+echo "run: $tokens tokens ($stale_percent% stale), $workers workers x $connections connections, $protocol, simulator error delay $error_delay_ms ms"
 
 head -c $((tokens * 32)) /dev/urandom | od -An -v -tx1 -w32 | tr -d ' ' >"$tmp/tokens.txt"
+# Stale tokens, evenly spread: token i is stale when floor((i + 1) * S / N) > floor(i * S / N).
+# Over HTTP/2 every other one goes to the simulator's 410 list; over binary all are invalid.
+stale="$(awk -v n="$tokens" -v p="$stale_percent" 'BEGIN { printf "%d", n * p / 100 + 0.5 }')"
+: >"$tmp/invalid.txt"
+: >"$tmp/unregistered.txt"
+if ((stale > 0)); then
+    awk -v n="$tokens" -v s="$stale" -v split_half="$([[ "$protocol" == http2 ]] && echo 1 || echo 0)" \
+        -v invalid="$tmp/invalid.txt" -v unregistered="$tmp/unregistered.txt" '
+        { i = NR - 1; if (int((i + 1) * s / n) > int(i * s / n)) { k++; print > ((split_half && k % 2 == 0) ? unregistered : invalid) } }
+    ' "$tmp/tokens.txt"
+fi
+invalid_count="$(wc -l <"$tmp/invalid.txt")"
+unregistered_count="$(wc -l <"$tmp/unregistered.txt")"
 
 "$bin" mock-apns --certs "$tmp/certs" --binary-port 0 --feedback-port 0 --admin-port 0 --http2-port 0 --error-delay-ms "$error_delay_ms" \
-    --provider-key "PFBENCHKEY:PFBENCHTEA:$tmp/certs/auth-key-public.pem" >"$tmp/mock.log" 2>&1 &
+    --provider-key "PFBENCHKEY:PFBENCHTEA:$tmp/certs/auth-key-public.pem" \
+    --invalid-tokens "$tmp/invalid.txt" --unregistered-tokens "$tmp/unregistered.txt" >"$tmp/mock.log" 2>&1 &
 pids+=($!)
 for _ in $(seq 100); do grep -q '^mock-apns binary=' "$tmp/mock.log" && break; sleep 0.1; done
 binary_port="$(sed -n 's/^mock-apns binary=\([0-9]*\).*/\1/p' "$tmp/mock.log")"
@@ -115,9 +138,29 @@ hz="$(getconf CLK_TCK)"
 stats="$(curl -s "http://127.0.0.1:$admin_port/stats")"
 accepted="$(sed -n 's/.*"accepted":\([0-9]*\).*/\1/p' <<<"$stats")"
 distinct="$(sed -n 's/.*"distinct_tokens":\([0-9]*\).*/\1/p' <<<"$stats")"
+status_json="$("$bin" status "$id" --json)"
+status_field() { sed -n "s/.*\"$1\":\([0-9]*\).*/\1/p" <<<"$status_json"; }
+rejected_json="$(sed -n 's/.*"rejected":{\([^}]*\)}.*/\1/p' <<<"$status_json")"
+rejected_by() { local count; count="$(sed -n "s/.*\"$1\":\([0-9]*\).*/\1/p" <<<"$rejected_json")"; echo "${count:-0}"; }
+if [[ "$protocol" == http2 ]]; then
+    expected_reasons="BadDeviceToken $invalid_count Unregistered $unregistered_count"
+    got_reasons="BadDeviceToken $(rejected_by BadDeviceToken) Unregistered $(rejected_by Unregistered)"
+else
+    expected_reasons="InvalidToken $invalid_count"
+    got_reasons="InvalidToken $(rejected_by InvalidToken)"
+fi
 
+# The simulator never accepts a stale token, so the ledger's distinct tokens are the valid tokens
+# delivered: lost = valid - distinct.
 awk -v n="$tokens" -v s="$start" -v l="$launched" -v d="$done_at" -v mb="$memory_before" -v ma="$memory_after" \
-    -v t="$ticks" -v hz="$hz" -v rss="$rss_max" -v acc="$accepted" -v dis="$distinct" -v state="$state" 'BEGIN {
+    -v t="$ticks" -v hz="$hz" -v rss="$rss_max" -v acc="$accepted" -v dis="$distinct" -v state="$state" \
+    -v total="$(status_field total)" -v pacc="$(status_field accepted)" -v resent="$(status_field resent)" -v retried="$(status_field retried)" \
+    -v rej="$(tr ',' '\n' <<<"$rejected_json" | awk -F: '{ r += $2 } END { print r + 0 }')" -v rejected_json="$rejected_json" \
+    -v stale="$((invalid_count + unregistered_count))" -v expected="$expected_reasons" -v got="$got_reasons" 'BEGIN {
+    valid = n - stale
+    lost = valid - dis
+    exact = state == "completed" && total == n && pacc == valid && rej == stale && got == expected && pacc + rej == total \
+        && lost == 0 && dis == valid && acc - dis <= resent
     printf "state                          %s\n", state
     printf "launch                         %.1f s, %.0f tokens/s\n", l - s, n / (l - s)
     printf "Redis memory per million       %.1f MB\n", (ma - mb) / 1e6 / (n / 1e6)
@@ -125,6 +168,10 @@ awk -v n="$tokens" -v s="$start" -v l="$launched" -v d="$done_at" -v mb="$memory
     printf "delivery (workers start -> completed)  %.1f s, %.0f notifications/s\n", d - l, n / (d - l)
     printf "worker CPU per notification    %.2f us (all workers, user+system)\n", t / hz * 1e6 / n
     printf "peak RSS per worker            %.0f MB\n", rss / 1024
-    printf "ledger                         accepted %d, distinct %d, lost %d, duplicates %d\n", acc, dis, n - dis, acc - dis
+    printf "resent / retried               %d / %d\n", resent, retried
+    printf "Postgres                       total %d, accepted %d of %d valid, rejected %d of %d stale {%s}, accepted + rejected %d\n", total, pacc, valid, rej, stale, rejected_json, pacc + rej
+    printf "expected rejections            %s\n", expected
+    printf "ledger                         accepted %d, distinct %d, lost %d, duplicates %d\n", acc, dis, lost, acc - dis
+    printf "reconciliation                 %s\n", exact ? "exact: every valid token delivered once or counted as resent, every stale token rejected with its reason" : "NOT EXACT: see the counts above"
 }'
 "$bin" status "$id"
