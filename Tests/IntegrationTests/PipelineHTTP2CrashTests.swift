@@ -1,0 +1,138 @@
+import APNSMockServer
+import Foundation
+import PushFleetTestSupport
+import Testing
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// The crash tests of `PipelineTests` over HTTP/2: 200,000 tokens (1% `BadDeviceToken`, 1% `410
+/// Unregistered`), three workers with provider-token auth, the simulator at APNs' 1,000 concurrent
+/// streams, and a worker or the coordinator killed, frozen or drained along the way. In the pipeline
+/// suite, so their coordinator never leads while another pipeline test runs.
+extension PipelineTests {
+    @Test func http2WorkerKilledTwiceLosesNothing() async throws {
+        let fixture = try await PipelineFixture.start(count: Self.count)
+        defer { Task { await fixture.stop() } }
+        let coordinator = try fixture.startCoordinator()
+        var workers = try (0..<3).map { _ in try fixture.startHTTP2Worker(.providerToken) }
+        let id = try await fixture.launch(protocol: "http2")
+        for kill in 1...2 {
+            _ = try await fixture.waitForStatus(id) { ($0["accepted"] as? Int ?? 0) >= kill * Self.count / 4 }
+            workers[0].signal(SIGKILL)
+            await workers[0].wait()
+            workers[0] = try fixture.startHTTP2Worker(.providerToken)
+        }
+        let status = try await fixture.waitForCompletion(id, limit: .seconds(900))
+        // What a killed worker held unanswered is counted as re-sent on reclaim, and every duplicate
+        // delivery is one of those. No bound on the count: on a loaded machine the survivors'
+        // leases may run out as well, and their releases are counted re-sends too.
+        let resent = try #require(status["resent"] as? Int)
+        fixture.expectReconciled(status, duplicatesAllowed: resent, http2: true)
+        fixture.expectCountsAddUp(status)
+        await stopAll(workers + [coordinator])
+    }
+
+    @Test func http2WorkerFrozenPastItsLeaseLosesNothing() async throws {
+        let fixture = try await PipelineFixture.start(count: Self.count)
+        defer { Task { await fixture.stop() } }
+        let coordinator = try fixture.startCoordinator()
+        let workers = try (0..<3).map { _ in try fixture.startHTTP2Worker(.providerToken) }
+        let id = try await fixture.launch(protocol: "http2")
+        _ = try await fixture.waitForStatus(id) { ($0["accepted"] as? Int ?? 0) >= Self.count / 4 }
+        // Stopped for well over its 3 s lease: the coordinator reaps its shards and the other two
+        // workers take them over; on SIGCONT it finds its leases gone and must count nothing twice.
+        workers[0].signal(SIGSTOP)
+        try await Task.sleep(for: .seconds(8))
+        workers[0].signal(SIGCONT)
+        let status = try await fixture.waitForCompletion(id, limit: .seconds(900))
+        let resent = try #require(status["resent"] as? Int)
+        fixture.expectReconciled(status, duplicatesAllowed: resent, http2: true)
+        fixture.expectCountsAddUp(status)
+        await stopAll(workers + [coordinator])
+    }
+
+    @Test func http2SigtermDrainsWithoutDuplicates() async throws {
+        let fixture = try await PipelineFixture.start(count: Self.count)
+        defer { Task { await fixture.stop() } }
+        let coordinator = try fixture.startCoordinator()
+        let workers = try (0..<3).map { _ in try fixture.startHTTP2Worker(.providerToken) }
+        let id = try await fixture.launch(protocol: "http2")
+        _ = try await fixture.waitForStatus(id) { ($0["accepted"] as? Int ?? 0) >= Self.count / 3 }
+        workers[1].signal(SIGTERM)
+        #expect(await workers[1].wait() == 0, "a draining worker exits cleanly")
+        let status = try await fixture.waitForCompletion(id, limit: .seconds(900))
+        fixture.expectReconciled(status, duplicatesAllowed: 0, http2: true)
+        fixture.expectCountsAddUp(status)
+        #expect(status["resent"] as? Int == 0)
+        await stopAll([workers[0], workers[2], coordinator])
+    }
+
+    @Test func http2CoordinatorRestartCountsNothingTwice() async throws {
+        let fixture = try await PipelineFixture.start(count: Self.count)
+        defer { Task { await fixture.stop() } }
+        var coordinator = try fixture.startCoordinator()
+        let workers = try (0..<3).map { _ in try fixture.startHTTP2Worker(.providerToken) }
+        let id = try await fixture.launch(protocol: "http2")
+        _ = try await fixture.waitForStatus(id) { ($0["accepted"] as? Int ?? 0) >= Self.count / 3 }
+        coordinator.signal(SIGKILL)
+        await coordinator.wait()
+        try await Task.sleep(for: .seconds(2))
+        coordinator = try fixture.startCoordinator()
+        let status = try await fixture.waitForCompletion(id, limit: .seconds(900))
+        fixture.expectReconciled(status, duplicatesAllowed: 0, http2: true)
+        fixture.expectCountsAddUp(status)
+        await stopAll(workers + [coordinator])
+    }
+
+    /// One connection carrying 20% rejections (each answer has a JSON body, which the client must
+    /// give flow-control credit back for): nothing may stall into a request timeout or be re-sent.
+    @Test func http2OneConnectionCarriesManyRejectionsWithoutStalling() async throws {
+        let fixture = try await PipelineFixture.start(count: Self.count, invalidEvery: 10, unregisteredEvery: 10)
+        defer { Task { await fixture.stop() } }
+        // Strides from 5 and from 2 by 10: two disjoint sets of 10% each.
+        #expect(fixture.invalid.isDisjoint(with: fixture.unregistered))
+        #expect(fixture.invalid.count == Self.count / 10 && fixture.unregistered.count == Self.count / 10)
+        let coordinator = try fixture.startCoordinator()
+        let worker = try fixture.startHTTP2Worker(.providerToken, connections: 1)
+        let id = try await fixture.launch(protocol: "http2")
+        let status = try await fixture.waitForCompletion(id, limit: .seconds(900))
+        fixture.expectReconciled(status, duplicatesAllowed: 0, http2: true)
+        fixture.expectCountsAddUp(status)
+        #expect(status["resent"] as? Int == 0)
+        #expect(status["retried"] as? Int == 0)
+
+        worker.signal(SIGTERM)
+        #expect(await worker.wait() == 0)
+        let counters = try #require(senderCounters(worker.standardOutput), "no `sender {…}` line on the worker's standard output: \(worker.standardOutput)")
+        #expect(counters["connections_opened"] == 1)
+        #expect(counters["request_timeouts"] == 0)
+        #expect(counters["resent"] == 0)
+        #expect(counters["retried"] == 0)
+        await stopAll([coordinator])
+    }
+}
+
+extension PipelineFixture {
+    /// Postgres's counts add up to the audience, and its accepted count is the number of distinct
+    /// tokens the simulator accepted: no outcome counted twice, none missing.
+    fileprivate func expectCountsAddUp(_ status: [String: Any]) {
+        let accepted = status["accepted"] as? Int ?? -1
+        let rejected = (status["rejected"] as? [String: Int] ?? [:]).values.reduce(0, +)
+        #expect(accepted + rejected == self.tokens.count, "accepted \(accepted) + rejected \(rejected) is not the total")
+        #expect(accepted == self.mock.ledger.snapshot().distinctTokens, "accepted is not the ledger's distinct tokens")
+    }
+}
+
+/// The counters `pushfleet worker` prints on standard output when it exits after SIGTERM:
+/// `sender {"connections_opened":N,"request_timeouts":N,"resent":N,"retried":N}`.
+private func senderCounters(_ output: String) -> [String: Int]? {
+    guard let line = output.split(separator: "\n").last(where: { $0.hasPrefix("sender ") }) else { return nil }
+    return (try? JSONSerialization.jsonObject(with: Data(line.dropFirst("sender ".count).utf8))) as? [String: Int]
+}
+
+/// SIGTERM to each, then waits for all.
+private func stopAll(_ processes: [PushFleetProcess]) async {
+    for process in processes { process.signal(SIGTERM) }
+    for process in processes { await process.wait() }
+}
