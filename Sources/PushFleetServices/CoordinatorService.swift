@@ -133,15 +133,6 @@ public final class CoordinatorService: Sendable {
     }
 
     private func serve(_ campaign: CampaignRecord) async throws {
-        var campaign = campaign
-        if campaign.state != .cancelled, let reason = try await self.queue.pauseRequest(campaign: campaign.id) {
-            // A worker met a provider-level refusal and paused the campaign in Redis: record it.
-            if try await self.store.setState(campaign.id, to: .paused, from: [.running], reason: reason) {
-                campaign.state = .paused
-                self.logger.error("campaign paused: APNs refused the provider", metadata: ["campaign": "\(campaign.id)", "reason": "\(reason)"])
-            }
-            try await self.queue.clearPauseRequest(campaign: campaign.id)
-        }
         if campaign.state == .cancelled {
             if campaign.pending > 0 {
                 try await self.tellRedis(campaign)
@@ -160,6 +151,15 @@ public final class CoordinatorService: Sendable {
                 try await self.removeQueue(of: campaign)
                 return
             }
+        }
+        var campaign = campaign
+        if let reason = try await self.queue.pauseRequest(campaign: campaign.id) {
+            // A worker met a provider-level refusal and paused the campaign in Redis: record it.
+            if try await self.store.setState(campaign.id, to: .paused, from: [.running], reason: reason) {
+                campaign.state = .paused
+                self.logger.error("campaign paused: APNs refused the provider", metadata: ["campaign": "\(campaign.id)", "reason": "\(reason)"])
+            }
+            try await self.queue.clearPauseRequest(campaign: campaign.id)
         }
         try await self.tellRedis(campaign)
     }

@@ -9,14 +9,15 @@ import Testing
 /// audience add up to far more than any window. The connection must carry them all without waiting
 /// for a request timeout, whether the gateway keeps a generous window for request bodies or grants
 /// credit 65,535 bytes at a time. The client keeps HTTP/2's 65,535-byte window here, so credit goes
-/// back some twenty times per run; its default (1 MiB) takes the same path, less often.
-@Suite struct HTTP2SenderFlowControlTests {
+/// back some ten times per run; its default (1 MiB) takes the same path, less often.
+/// Serialized: each case keeps the shared event loops busy, and other suites' exchanges run on them too.
+@Suite(.serialized) struct HTTP2SenderFlowControlTests {
     @Test(arguments: [(65_535, 1 << 24), (65_535, 65_535), (1 << 20, 65_535)])
     func oneConnectionCarriesAnyNumberOfRejections(clientWindow: Int, gatewayWindow: Int) async throws {
-        let count = 20_000
+        let count = 12_000
         let notifications = HTTP2SenderFixture.notifications(count)
-        // Half of them answered 400 BadDeviceToken, a quarter 410 Unregistered: about 500 KB of
-        // answer bodies, eight times HTTP/2's default window.
+        // Half of them answered 400 BadDeviceToken, a quarter 410 Unregistered: about 300 KB of
+        // answer bodies, between four and five of HTTP/2's default windows.
         let invalid = Set(notifications.indices.filter { $0 % 2 == 0 }.map { notifications[$0].token })
         let unregistered = Set(notifications.indices.filter { $0 % 4 == 1 }.map { notifications[$0].token })
         let gateway = try await HTTP2GatewayFixture.start(
