@@ -93,8 +93,9 @@ public final class CoordinatorService: Sendable {
         var lastFeedbackPoll: ContinuousClock.Instant? = nil
         var lastPrune: ContinuousClock.Instant? = nil
         while !drain.isTriggered {
+            var behind = false
             do {
-                try await self.round()
+                behind = try await self.round()
                 if lastFeedbackPoll.map({ ContinuousClock.now - $0 >= self.configuration.feedbackInterval }) ?? true {
                     lastFeedbackPoll = .now
                     await self.pollFeedback()
@@ -106,20 +107,25 @@ public final class CoordinatorService: Sendable {
             } catch {
                 self.logger.warning("coordinator round failed", metadata: ["error": "\(error)"])
             }
-            await drain.sleep(for: self.configuration.interval)
+            // More events wait than one round takes (a stale audience's rejections): go on at once.
+            if !behind { await drain.sleep(for: self.configuration.interval) }
         }
     }
 
     /// One pass over every unfinished campaign, then over finished ones whose Redis keys are left.
     /// Each campaign is served on its own: one whose Redis or Postgres data cannot be handled is
     /// logged and tried again next round, and the others go on.
-    public func round() async throws {
+    /// - Returns: whether a campaign has more events waiting than the round took.
+    @discardableResult
+    public func round() async throws -> Bool {
+        var behind = false
         for campaign in try await self.store.campaigns(in: [.running, .paused, .cancelled]) {
-            await self.isolated(campaign, "serve") { try await self.serve(campaign) }
+            await self.isolated(campaign, "serve") { behind = try await self.serve(campaign) || behind }
         }
         for campaign in try await self.store.campaignsAwaitingCleanup() {
             await self.isolated(campaign, "clean up") { try await self.removeQueue(of: campaign) }
         }
+        return behind
     }
 
     private func isolated(_ campaign: CampaignRecord, _ what: String, _ body: () async throws -> Void) async {
@@ -132,16 +138,18 @@ public final class CoordinatorService: Sendable {
         }
     }
 
-    private func serve(_ campaign: CampaignRecord) async throws {
+    /// Folds, and completes, pauses or fails the campaign as its counts say. Returns whether more
+    /// of its events wait than one fold takes.
+    private func serve(_ campaign: CampaignRecord) async throws -> Bool {
         if campaign.state == .cancelled {
             if campaign.pending > 0 {
                 try await self.tellRedis(campaign)
                 try await self.finishCancelled(campaign)
             }
-            return
+            return false
         }
         let (counters, caughtUp) = try await self.fold(campaign)
-        if try await self.recordDeadShards(campaign, doneShards: counters.doneShards) { return }
+        if try await self.recordDeadShards(campaign, doneShards: counters.doneShards) { return false }
         let rejected = counters.rejected.values.reduce(0, +)
         if caughtUp, counters.doneShards == campaign.shardCount, counters.accepted + rejected == campaign.total {
             // Only the round that completed it removes its keys: a campaign cancelled meanwhile
@@ -149,7 +157,7 @@ public final class CoordinatorService: Sendable {
             if try await self.store.setState(campaign.id, to: .completed, from: [.running, .paused]) {
                 self.logger.info("campaign completed", metadata: ["campaign": "\(campaign.id)", "accepted": "\(counters.accepted)", "rejected": "\(rejected)"])
                 try await self.removeQueue(of: campaign)
-                return
+                return false
             }
         }
         var campaign = campaign
@@ -162,6 +170,7 @@ public final class CoordinatorService: Sendable {
             try await self.queue.clearPauseRequest(campaign: campaign.id)
         }
         try await self.tellRedis(campaign)
+        return !caughtUp
     }
 
     /// Postgres holds the campaign's state; Redis is told it again every round, so an operator's
