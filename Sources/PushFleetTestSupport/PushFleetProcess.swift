@@ -5,10 +5,15 @@ import Glibc
 
 /// A `pushfleet` process started by a test: its output is collected, and signals can be sent to it.
 public final class PushFleetProcess: @unchecked Sendable {
-    // unchecked Sendable: `process` and the pipes are only read after launch; output goes through the lock.
+    // unchecked Sendable: `process` and the pipes are only read after launch; output and the
+    // closing of the pipes go through locks.
     private let process = Process()
     private let output = OutputBuffer()
     private let errors = OutputBuffer()
+    /// The read ends of the child's standard output and error; closed once it has ended, so a test
+    /// that starts thousands of processes (a status poll every 300 ms) does not run out of file
+    /// descriptors, nor make every later `Process.run()` walk thousands of them.
+    private let readEnds: [FileHandle]
     public let arguments: [String]
 
     /// The `pushfleet` executable built next to the test bundle.
@@ -41,6 +46,7 @@ public final class PushFleetProcess: @unchecked Sendable {
         let errors = self.errors
         out.fileHandleForReading.readabilityHandler = { output.append($0.availableData) }
         err.fileHandleForReading.readabilityHandler = { errors.append($0.availableData) }
+        self.readEnds = [out.fileHandleForReading, err.fileHandleForReading]
         try self.process.run()
     }
 
@@ -53,8 +59,9 @@ public final class PushFleetProcess: @unchecked Sendable {
     @discardableResult
     public func wait() async -> Int32 {
         while self.process.isRunning { try? await Task.sleep(for: .milliseconds(50)) }
-        // Let the pipes' last bytes arrive.
+        // Let the pipes' last bytes arrive, then let go of them.
         try? await Task.sleep(for: .milliseconds(50))
+        self.closeReadEnds()
         return self.process.terminationReason == .uncaughtSignal ? 128 + self.process.terminationStatus : self.process.terminationStatus
     }
 
@@ -68,8 +75,23 @@ public final class PushFleetProcess: @unchecked Sendable {
         return (status, process.standardOutput, process.standardError)
     }
 
+    private let closed = NSLock()
+    private var isClosed = false
+
+    private func closeReadEnds() {
+        self.closed.lock()
+        defer { self.closed.unlock() }
+        guard !self.isClosed else { return }
+        self.isClosed = true
+        for handle in self.readEnds {
+            handle.readabilityHandler = nil
+            try? handle.close()
+        }
+    }
+
     deinit {
         if self.process.isRunning { kill(self.process.processIdentifier, SIGKILL) }
+        self.closeReadEnds()
     }
 }
 
