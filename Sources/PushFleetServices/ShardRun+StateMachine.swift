@@ -34,6 +34,9 @@ extension ShardRun {
             case none
             /// Tell the feeder to stop after the window it is handing over; then ``feedingStopped(now:)``.
             case stopFeeding
+            /// Take back from the channel what the run handed over and was never written; then
+            /// ``withdrawn(_:now:)`` with their tags.
+            case withdraw
             /// Pause the campaign for everyone, with this reason (a provider-level rejection); then
             /// ``pauseRequested(now:)``.
             case pauseCampaign(reason: String)
@@ -75,7 +78,14 @@ extension ShardRun {
         let tokenCount: Int
 
         private enum Answer: UInt8 {
-            case none, settled, deferred
+            /// No answer yet: unwritten, or written and waiting.
+            case none
+            /// Its outcome came.
+            case settled
+            /// Refused for the provider's sake: unsent, sent again after the resume.
+            case deferred
+            /// Taken back from the channel unwritten: the next holder sends it.
+            case withdrawn
         }
 
         private var phase = Phase.running
@@ -110,6 +120,7 @@ extension ShardRun {
         /// When the last checkpoint Redis confirmed was sent: the lease runs from there.
         private var lastConfirmed: ContinuousClock.Instant
         private var stopRequested = false
+        private var withdrawRequested = false
         private var stopping: ContinuousClock.Instant? = nil
         private var channelWasReset = false
         private var channelHalted = false
@@ -186,6 +197,16 @@ extension ShardRun {
         mutating func channelReset(now: ContinuousClock.Instant) -> Action {
             self.channelWasReset = true
             self.stopRequested = true
+            return self.next(now: now)
+        }
+
+        /// The channel gave back these tags unwritten (after ``Action/withdraw``).
+        mutating func withdrawn(_ tags: [UInt64], now: ContinuousClock.Instant) -> Action {
+            for tag in tags {
+                guard let index = self.unanswered(tag) else { continue }
+                self.answers[index] = .withdrawn
+                self.answered += 1
+            }
             return self.next(now: now)
         }
 
@@ -330,8 +351,14 @@ extension ShardRun {
                 self.stopping = now
                 return .stopFeeding
             }
+            if self.stopping != nil && self.feedEnded && !self.withdrawRequested && !self.channelWasReset && !self.channelHalted {
+                // Nothing more is handed over: what still waits in the channel's queue need not be
+                // waited for.
+                self.withdrawRequested = true
+                return .withdraw
+            }
             let finished = self.lowWater == self.tokenCount
-            // Everything that may have been written has an answer (an outcome, or a deferral).
+            // Everything handed over has an answer (an outcome, a deferral, or taken back unwritten).
             let drained = self.stopping != nil && self.feedEnded && self.answered == self.handedUpTo - self.start
             let outOfTime = self.channelWasReset || (self.stopping.map { now - $0 >= self.configuration.drainTimeout } ?? false)
             let due = self.unsavedAccepted + self.unsavedRejections.count >= self.configuration.checkpointEvery
@@ -346,10 +373,12 @@ extension ShardRun {
                 self.extraResent = self.settledAboveMark
             }
             if closing == .abandoned && !self.tailCounted {
-                // The outcomes of [lowWater, handedUpTo) never came: stop writing before anyone else
-                // can claim the shard, and count those positions as re-sent.
+                // Some outcomes of [lowWater, handedUpTo) never came: stop writing before anyone
+                // else can claim the shard, and count as re-sent what may have reached APNs there
+                // (unanswered, or settled above the mark).
                 self.tailCounted = true
-                self.extraResent = max(0, self.handedUpTo - self.lowWater)
+                let handed = (self.lowWater - self.start)..<max(self.lowWater - self.start, self.handedUpTo - self.start)
+                self.extraResent = self.answers[handed].count { $0 == .none || $0 == .settled }
             }
             if closing == .abandoned {
                 if !self.channelHalted {

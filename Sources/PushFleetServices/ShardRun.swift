@@ -84,6 +84,9 @@ struct ShardRun {
             case .stopFeeding:
                 stop.set()
                 action = self.machine.feedingStopped(now: .now)
+            case .withdraw:
+                let tags = await self.slot.channel.withdraw(run: self.run)
+                action = self.machine.withdrawn(tags, now: .now)
             case .pauseCampaign(let reason):
                 let reason = reason + (self.worker.configuration.credentials.map { " for \($0)" } ?? "")
                 self.logger.error("APNs refused the provider, not the token: pausing the campaign", metadata: self.metadata.merging(["reason": "\(reason)"]) { $1 })

@@ -6,7 +6,8 @@ import Testing
 @testable import PushFleetServices
 
 /// Random interleavings of one shard's life: answers in any order and repeated, checkpoint answers
-/// lost, holders that die at any moment and a next holder that resumes at the stored cursor. Redis
+/// lost, holders that die or drain at any moment (a drain takes back an unwritten tail) and a next
+/// holder that resumes at the stored cursor. Redis
 /// is played by a few lines that apply a checkpoint as the Lua script does. Whatever happens, each
 /// position is counted exactly once when the shard completes.
 struct ShardRunInterleavingTests {
@@ -50,6 +51,10 @@ struct ShardRunInterleavingTests {
             answers += answers.filter { _ in random.next() % 5 == 0 }
             answers.shuffle(using: &random)
             var alive = true
+            // What a drain takes back: a tail above everything answered so far, as a FIFO
+            // channel's never-written notifications are.
+            var answeredSoFar = store.cursor - 1
+            var withdrawable: [UInt64] = []
             func perform(_ first: Machine.Action) {
                 var action = first
                 while alive {
@@ -58,6 +63,8 @@ struct ShardRunInterleavingTests {
                         return
                     case .stopFeeding:
                         action = machine.feedingStopped(now: clock)
+                    case .withdraw:
+                        action = machine.withdrawn(withdrawable, now: clock)
                     case .pauseCampaign:
                         action = machine.pauseRequested(now: clock)
                     case .haltChannel:
@@ -88,8 +95,20 @@ struct ShardRunInterleavingTests {
             perform(machine.start(now: clock))
             perform(machine.handing(upTo: count, now: clock))
             perform(machine.fed(upTo: count, now: clock))
-            for position in answers where alive {
+            var index = 0
+            while index < answers.count && alive {
+                let position = answers[index]
+                index += 1
                 if random.next() % 60 == 0 { alive = false; break }  // SIGKILL
+                answeredSoFar = max(answeredSoFar, position)
+                if !machine.isStopping && random.next() % 80 == 0 {  // SIGTERM
+                    // Written so far: everything up to the highest position answered.
+                    let cut = answeredSoFar + 1 + Int(random.next() % UInt64(count - answeredSoFar))
+                    withdrawable = (cut..<count).map { run | UInt64($0) }
+                    answers = Array(answers[..<index]) + answers[index...].filter { $0 < cut }
+                    perform(machine.drainRequested(now: clock))
+                    perform(machine.feedEnded(now: clock))
+                }
                 clock += .milliseconds(Int(random.next() % 400))
                 let outcome: DeliveryOutcome = rejectedPositions.contains(position)
                     ? .rejected(tag: run | UInt64(position), ShardRunStateMachineTests.rejection(position))

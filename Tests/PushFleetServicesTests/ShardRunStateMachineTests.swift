@@ -174,7 +174,8 @@ struct ShardRunStateMachineTests {
         #expect(machine.outcomes(Self.deferred(2), now: Self.at(2)) == .pauseCampaign(reason: "InvalidProviderToken (HTTP 403)"))
         #expect(machine.pauseRequested(now: Self.at(2)) == .stopFeeding)
         #expect(machine.feedingStopped(now: Self.at(2)) == .none)
-        #expect(machine.feedEnded(now: Self.at(3)) == .none)
+        #expect(machine.feedEnded(now: Self.at(3)) == .withdraw)
+        #expect(machine.withdrawn([], now: Self.at(3)) == .none)
         // The rest of what was written comes back: one more refusal (asked for once), an
         // acceptance and a rejection above the refused position.
         #expect(machine.outcomes(Self.deferred(3, "Forbidden (HTTP 403)"), now: Self.at(4)) == .none)
@@ -193,7 +194,8 @@ struct ShardRunStateMachineTests {
         #expect(machine.outcomes(Self.deferred(0), now: Self.at(1)) == .pauseCampaign(reason: "InvalidProviderToken (HTTP 403)"))
         #expect(machine.pauseRequested(now: Self.at(1)) == .stopFeeding)
         #expect(machine.feedingStopped(now: Self.at(1)) == .none)
-        #expect(machine.feedEnded(now: Self.at(1)) == .none)
+        #expect(machine.feedEnded(now: Self.at(1)) == .withdraw)
+        #expect(machine.withdrawn([], now: Self.at(1)) == .none)
         #expect(machine.outcomes(Self.accepted(1, 2, 3), now: Self.at(2)) == .collectRepeats(fresh: true))
         let release = CheckpointDelta(sequence: 1, cursor: 0, resent: 3)
         #expect(machine.repeatsCollected(.init(), now: Self.at(2)) == .checkpoint(release))
@@ -205,12 +207,15 @@ struct ShardRunStateMachineTests {
 
     // MARK: - Stopping
 
-    @Test func aDrainWaitsForWhatIsOutAndReleasesTheRest() {
-        var machine = Self.started(count: 10, handed: 6)
+    @Test func aDrainTakesBackTheUnwrittenTailWaitsForWhatIsOutAndReleasesTheRest() {
+        var machine = Self.started(count: 12, handed: 10)
         #expect(machine.outcomes(Self.accepted(0, 1), now: Self.at(1)) == .none)
         #expect(machine.drainRequested(now: Self.at(2)) == .stopFeeding)
         #expect(machine.feedingStopped(now: Self.at(2)) == .none)
-        #expect(machine.feedEnded(now: Self.at(3)) == .none)
+        // Once the feeder is done, what it handed over and the channel never wrote (6…9) is taken
+        // back: the drain waits only for 2…5, which are out.
+        #expect(machine.feedEnded(now: Self.at(3)) == .withdraw)
+        #expect(machine.withdrawn((6..<10).map { Self.run | UInt64($0) }, now: Self.at(3)) == .none)
         #expect(machine.outcomes(Self.accepted(5, 3, 4), now: Self.at(4)) == .none)
         #expect(machine.outcomes(Self.accepted(2), now: Self.at(5)) == .collectRepeats(fresh: true))
         #expect(machine.repeatsCollected(.init(), now: Self.at(5)) == .checkpoint(CheckpointDelta(sequence: 1, cursor: 6, accepted: 6)))
@@ -223,7 +228,8 @@ struct ShardRunStateMachineTests {
         #expect(machine.outcomes(Self.accepted(0, 1, 3, 4), now: Self.at(1)) == .none)
         #expect(machine.drainRequested(now: Self.at(2)) == .stopFeeding)
         #expect(machine.feedingStopped(now: Self.at(2)) == .none)
-        #expect(machine.feedEnded(now: Self.at(3)) == .none)
+        #expect(machine.feedEnded(now: Self.at(3)) == .withdraw)
+        #expect(machine.withdrawn([Self.run | 7], now: Self.at(3)) == .none)
         // Heartbeats go on while it waits.
         #expect(machine.tick(now: Self.at(1_000)) == .collectRepeats(fresh: false))
         #expect(machine.repeatsCollected(.init(), now: Self.at(1_000)) == .checkpoint(CheckpointDelta(sequence: 1, cursor: 2, accepted: 2)))
@@ -232,8 +238,9 @@ struct ShardRunStateMachineTests {
         // 20 s after the drain began, 2 is still out: stop the channel first, then save and release.
         #expect(machine.tick(now: Self.at(20_002)) == .haltChannel)
         #expect(machine.channelHalted(now: Self.at(20_002)) == .collectRepeats(fresh: true))
-        // Positions 2…7 were handed over without a counted outcome: all may have been delivered.
-        #expect(machine.repeatsCollected(.init(resent: 1), now: Self.at(20_002)) == .checkpoint(CheckpointDelta(sequence: 2, cursor: 2, resent: 7)))
+        // Positions 2…6 were written without a counted outcome: all may have been delivered (7 was
+        // taken back unwritten, so it is not counted).
+        #expect(machine.repeatsCollected(.init(resent: 1), now: Self.at(20_002)) == .checkpoint(CheckpointDelta(sequence: 2, cursor: 2, resent: 6)))
         #expect(machine.checkpointConfirmed(.running, now: Self.at(20_003)) == .extendWriteDeadline(until: Self.at(20_002) + .seconds(2)))
         #expect(machine.writeDeadlineExtended(now: Self.at(20_003)) == .release(cursor: 2, ending: .abandoned))
     }
@@ -245,7 +252,8 @@ struct ShardRunStateMachineTests {
         #expect(machine.checkpointConfirmed(.paused, now: Self.at(2)) == .extendWriteDeadline(until: Self.at(1) + .seconds(2)))
         #expect(machine.writeDeadlineExtended(now: Self.at(2)) == .stopFeeding)
         #expect(machine.feedingStopped(now: Self.at(2)) == .none)
-        #expect(machine.feedEnded(now: Self.at(3)) == .collectRepeats(fresh: true))
+        #expect(machine.feedEnded(now: Self.at(3)) == .withdraw)
+        #expect(machine.withdrawn([], now: Self.at(3)) == .collectRepeats(fresh: true))
         #expect(machine.repeatsCollected(.init(), now: Self.at(3)) == .checkpoint(CheckpointDelta(sequence: 2, cursor: 4)))
         #expect(machine.checkpointConfirmed(.paused, now: Self.at(4)) == .extendWriteDeadline(until: Self.at(3) + .seconds(2)))
         #expect(machine.writeDeadlineExtended(now: Self.at(4)) == .release(cursor: 4, ending: .released))

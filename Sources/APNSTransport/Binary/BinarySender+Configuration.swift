@@ -81,6 +81,8 @@ extension BinarySender {
         public var framesResentAfterSilentClose = 0
         public var accepted = 0
         public var rejected = 0
+        /// Notifications taken back unwritten by ``BinarySender/withdraw(where:)``.
+        public var withdrawn = 0
         /// TLS connections established.
         public var connectionsOpened = 0
         /// Connections ended by an error response (sentinels' included).

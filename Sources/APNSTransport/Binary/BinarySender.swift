@@ -60,6 +60,13 @@ public final class BinarySender: Sendable {
         self.eventLoop.execute { self.core.value.setWriteDeadline(deadline) }
     }
 
+    /// Takes back every notification for which `predicate` holds that was never written, and returns
+    /// them in the order they were queued: no event will be reported for them. Frames written
+    /// before and queued to be written again stay.
+    public func withdraw(where predicate: @escaping @Sendable (BinaryNotification) -> Bool) async -> [BinaryNotification] {
+        await self.eventLoop.suspend { $0.resume(returning: self.core.value.withdraw(where: predicate)) }
+    }
+
     /// Returns once every queued notification has been accepted or rejected.
     public func flush() async {
         await self.eventLoop.suspend { self.core.value.whenFlushed($0) }

@@ -34,6 +34,9 @@ final class BinarySenderCore {
     private let sslContext: Result<NIOSSLContext, any Error>
 
     private var queue: Deque<BinaryNotification> = []
+    /// The first this many of ``queue`` were written before (re-queued after an error response or a
+    /// silent close); the rest were never written.
+    private var writtenAtFront = 0
     /// Written frames not yet settled; `nil` marks the sentinel.
     private var window = BinarySendWindow<BinaryNotification?>()
     private var state = ConnectionState.idle
@@ -113,12 +116,23 @@ final class BinarySenderCore {
         self.cancelTimers()
         let remaining = self.window.connectionLost().compactMap { $0 } + Array(self.queue)
         self.queue.removeAll()
+        self.writtenAtFront = 0
         let error = TransportError.senderClosed(host: self.configuration.host, port: self.configuration.port)
         while let waiter = self.capacityWaiters.popFirst() { waiter.resume(throwing: error) }
         for waiter in self.flushWaiters { waiter.resume() }
         self.flushWaiters.removeAll()
         self.events.finish()
         return remaining
+    }
+
+    /// Takes out of the queue every notification never written for which `predicate` holds, and
+    /// returns them in queue order. Those re-queued after being written stay.
+    func withdraw(where predicate: (BinaryNotification) -> Bool) -> [BinaryNotification] {
+        let withdrawn = self.queue.extract(from: self.writtenAtFront, where: predicate)
+        guard !withdrawn.isEmpty else { return [] }
+        self.statistics.withdrawn += withdrawn.count
+        self.resumeWaiters()
+        return withdrawn
     }
 
     // MARK: - Connecting
@@ -284,6 +298,7 @@ final class BinarySenderCore {
             )
             for _ in 0..<count {
                 let notification = self.queue.removeFirst()
+                self.writtenAtFront = max(0, self.writtenAtFront - 1)
                 let identifier = self.takeIdentifier()
                 self.encoder.writeCommand2(identifier: identifier, notification: notification, into: &buffer)
                 self.window.written(notification, identifier: identifier)
@@ -351,6 +366,7 @@ final class BinarySenderCore {
         guard !notifications.isEmpty else { return }
         self.statistics.framesResent += notifications.count
         self.queue.insert(contentsOf: notifications, at: 0)
+        self.writtenAtFront += notifications.count
     }
 
     private func cancelTimers() {

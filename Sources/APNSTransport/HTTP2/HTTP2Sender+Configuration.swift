@@ -129,6 +129,8 @@ extension HTTP2Sender {
         /// Notifications written again because the server said it never processed them (above a
         /// GOAWAY's last stream id, or a refused stream). Not duplicates.
         public var resentUnprocessed = 0
+        /// Notifications taken back unwritten by ``HTTP2Sender/withdraw(where:)``.
+        public var withdrawn = 0
         /// GOAWAY frames received.
         public var goAways = 0
         /// The reason in the last GOAWAY's debug data, as APNs wrote it.

@@ -54,6 +54,14 @@ public final class HTTP2Sender: Sendable {
         self.eventLoop.execute { self.core.value.setWriteDeadline(deadline) }
     }
 
+    /// Takes back every notification for which `predicate` holds that was never written, and returns
+    /// them in the order they were queued: no event will be reported for them. A worker that stops
+    /// a shard early (a drain, a pause) withdraws its unwritten tail instead of waiting for it to be
+    /// sent. Notifications written before and waiting to be sent again stay queued.
+    public func withdraw(where predicate: @escaping @Sendable (HTTP2Notification) -> Bool) async -> [HTTP2Notification] {
+        await self.eventLoop.suspend { $0.resume(returning: self.core.value.withdraw(where: predicate)) }
+    }
+
     /// Returns once every queued notification has been accepted or rejected.
     public func flush() async {
         await self.eventLoop.suspend { self.core.value.whenFlushed($0) }

@@ -19,6 +19,8 @@ final class HTTP2SenderCore {
     struct Pending {
         var notification: HTTP2Notification
         var failures: Int
+        /// Whether it was ever written: only notifications never written may be withdrawn.
+        var written = false
     }
 
     private let configuration: HTTP2Sender.Configuration
@@ -134,6 +136,18 @@ final class HTTP2SenderCore {
         self.flushWaiters.removeAll()
         self.events.finish()
         return remaining
+    }
+
+    /// Takes out of the queue every notification never written for which `predicate` holds, and
+    /// returns them in queue order. Those written before (waiting to be sent again after a lost
+    /// connection, a refused stream or a retryable answer) stay: APNs may have seen them, or they
+    /// sit below later notifications of theirs that were written.
+    func withdraw(where predicate: (HTTP2Notification) -> Bool) -> [HTTP2Notification] {
+        let withdrawn = self.queue.extract { !$0.written && predicate($0.notification) }.map(\.notification)
+        guard !withdrawn.isEmpty else { return [] }
+        self.statistics.withdrawn += withdrawn.count
+        self.resumeWaiters()
+        return withdrawn
     }
 
     /// Notifications counted against ``HTTP2Sender/Configuration/maximumQueued``: not yet written.
@@ -455,7 +469,8 @@ final class HTTP2SenderCore {
         }
         let sentAt = NIODeadline.now().uptimeNanoseconds
         for _ in 0..<count {
-            let pending = self.queue.removeFirst()
+            var pending = self.queue.removeFirst()
+            pending.written = true
             let headers = connection.requestHeaders(for: pending.notification, authority: self.authority)
             let streamID = connection.window.open(pending, sentAt: sentAt)!
             handler.writeRequest(streamID: streamID, headers: headers, payload: pending.notification.template.payload)

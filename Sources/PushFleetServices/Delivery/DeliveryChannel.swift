@@ -61,6 +61,9 @@ protocol DeliveryChannel: Sendable {
     func send(_ tokens: [DeviceToken], firstTag: UInt64, template: CampaignTemplate) async throws
     /// Calls `body` with outcomes, in batches, until the channel is shut down.
     func forEachOutcomeBatch(_ body: ([DeliveryOutcome]) -> Void) async
+    /// Takes back the notifications tagged `run` (under ``SlotContext/runMask``) that were never
+    /// written, and returns their tags: they get no outcome. Those written before stay.
+    func withdraw(run: UInt64) async -> [UInt64]
     /// Stops writing at `deadline` until a later one is set (lease fencing).
     func setWriteDeadline(_ deadline: NIODeadline?)
     /// Since the channel was made: notifications written again that may have been delivered, and
@@ -148,6 +151,10 @@ struct BinaryChannel: DeliveryChannel {
         }
     }
 
+    func withdraw(run: UInt64) async -> [UInt64] {
+        await self.sender.withdraw { $0.tag & SlotContext.runMask == run }.map(\.tag)
+    }
+
     func setWriteDeadline(_ deadline: NIODeadline?) { self.sender.setWriteDeadline(deadline) }
 
     func repeats() async -> (resent: Int, retried: Int) {
@@ -201,6 +208,10 @@ struct HTTP2Channel: DeliveryChannel {
             }
             body(batch)
         }
+    }
+
+    func withdraw(run: UInt64) async -> [UInt64] {
+        await self.sender.withdraw { $0.tag & SlotContext.runMask == run }.map(\.tag)
     }
 
     func setWriteDeadline(_ deadline: NIODeadline?) { self.sender.setWriteDeadline(deadline) }
