@@ -2,18 +2,21 @@ import NIOCore
 import NIOHTTP1
 
 /// The simulator's admin endpoint on plain HTTP: `GET /stats` returns the ledger as JSON,
-/// `POST /reset` (or `GET /reset`) clears the ledger and the feedback list.
+/// `POST /reset` (or `GET /reset`) clears the ledger and the feedback list, `POST /outage?status=503`
+/// (or 500, 429) starts an APNs outage on the HTTP/2 gateway and `DELETE /outage` ends it.
 final class AdminHTTPHandler: ChannelInboundHandler {
     typealias InboundIn = HTTPServerRequestPart
     typealias OutboundOut = HTTPServerResponsePart
 
     private let ledger: DeliveryLedger
     private let feedback: FeedbackStore
+    private let outage: GatewayOutage
     private var request: HTTPRequestHead?
 
-    init(ledger: DeliveryLedger, feedback: FeedbackStore) {
+    init(ledger: DeliveryLedger, feedback: FeedbackStore, outage: GatewayOutage) {
         self.ledger = ledger
         self.feedback = feedback
+        self.outage = outage
     }
 
     func channelRead(context: ChannelHandlerContext, data: NIOAny) {
@@ -41,7 +44,9 @@ final class AdminHTTPHandler: ChannelInboundHandler {
     }
 
     private func respond(to head: HTTPRequestHead) -> (HTTPResponseStatus, String) {
-        let path = head.uri.split(separator: "?", maxSplits: 1).first.map(String.init) ?? head.uri
+        let parts = head.uri.split(separator: "?", maxSplits: 1)
+        let path = parts.first.map(String.init) ?? head.uri
+        let query = parts.count > 1 ? String(parts[1]) : ""
         switch (head.method, path) {
         case (.GET, "/stats"):
             return (.ok, Self.json(self.ledger.snapshot(), feedbackPending: self.feedback.count) + "\n")
@@ -49,8 +54,17 @@ final class AdminHTTPHandler: ChannelInboundHandler {
             self.ledger.reset()
             self.feedback.reset()
             return (.ok, "{\"reset\":true}\n")
+        case (.POST, "/outage"):
+            let status = query.split(separator: "&").first { $0.hasPrefix("status=") }.flatMap { Int($0.dropFirst("status=".count)) }
+            guard let status, self.outage.set(status) else {
+                return (.badRequest, "{\"error\":\"POST /outage needs status=429, 500 or 503, got \\\"\(query)\\\"\"}\n")
+            }
+            return (.ok, "{\"outage\":\(status)}\n")
+        case (.DELETE, "/outage"):
+            self.outage.set(nil)
+            return (.ok, "{\"outage\":null}\n")
         default:
-            return (.notFound, "{\"error\":\"unknown path \(path); try GET /stats or POST /reset\"}\n")
+            return (.notFound, "{\"error\":\"unknown path \(path); try GET /stats, POST /reset, POST /outage?status=503 or DELETE /outage\"}\n")
         }
     }
 

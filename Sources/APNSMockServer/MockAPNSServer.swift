@@ -26,6 +26,8 @@ public final class MockAPNSServer: Sendable {
     public let configuration: MockAPNSConfiguration
     public let ledger: DeliveryLedger
     public let feedback: FeedbackStore
+    /// An APNs outage the HTTP/2 gateway plays while it is on; off at start.
+    public let outage = GatewayOutage()
     private let group: any EventLoopGroup
     let logger: Logger
     private let channels = NIOLockedValueBox<[any Channel]>([])
@@ -79,7 +81,7 @@ public final class MockAPNSServer: Sendable {
             if let port = self.configuration.adminPort {
                 ports.admin = try await self.bind(port: port, what: "admin endpoint", autoRead: true) { channel in
                     try channel.pipeline.syncOperations.configureHTTPServerPipeline()
-                    try channel.pipeline.syncOperations.addHandler(AdminHTTPHandler(ledger: self.ledger, feedback: self.feedback))
+                    try channel.pipeline.syncOperations.addHandler(AdminHTTPHandler(ledger: self.ledger, feedback: self.feedback, outage: self.outage))
                 }
             }
         } catch {

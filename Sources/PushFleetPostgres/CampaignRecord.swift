@@ -37,6 +37,8 @@ public struct CampaignRecord: Sendable, Hashable {
     public var deadShards: [Int] = []
     /// Why the campaign is `failed` (or paused by PushFleet itself), for people.
     public var stateReason: String? = nil
+    /// When a campaign paused because APNs was down is resumed by the coordinator; nil otherwise.
+    public var autoResumeAt: Date? = nil
 
     public init(
         id: UUID, topic: String, environment: String, state: CampaignState, total: Int, shardCount: Int,

@@ -8,7 +8,7 @@ extension CampaignStore {
     static let selectCampaigns = """
         SELECT c.campaign_id, a.topic, a.environment, c.state, c.total_tokens, c.shard_count, c.accepted, c.resent,
                c.cancelled, c.done_shards, c.duplicates_dropped, c.created_at, c.started_at, c.finished_at, c.last_event_id,
-               c.retried, c.dead_shards, c.state_reason,
+               c.retried, c.dead_shards, c.state_reason, c.auto_resume_at,
                ARRAY(SELECT r.reason FROM campaign_rejections r WHERE r.campaign_id = c.campaign_id ORDER BY r.reason),
                ARRAY(SELECT r.count FROM campaign_rejections r WHERE r.campaign_id = c.campaign_id ORDER BY r.reason)
         FROM campaigns c JOIN apps a USING (app_id)
@@ -23,7 +23,8 @@ extension CampaignStore {
         let (createdAt, startedAt, finishedAt) = (try cells[11].decode(Date.self), try cells[12].decode(Date?.self), try cells[13].decode(Date?.self))
         let (lastEventID, retried) = (try cells[14].decode(String.self), try cells[15].decode(Int.self))
         let (dead, reason) = (try cells[16].decode([Int].self), try cells[17].decode(String?.self))
-        let (reasons, counts) = (try cells[18].decode([String].self), try cells[19].decode([Int].self))
+        let autoResumeAt = try cells[18].decode(Date?.self)
+        let (reasons, counts) = (try cells[19].decode([String].self), try cells[20].decode([Int].self))
         guard let state = CampaignState(rawValue: state) else {
             throw PostgresStoreError.invalidInput("campaign \(id) has an unknown state '\(state)'")
         }
@@ -35,6 +36,7 @@ extension CampaignStore {
         )
         record.deadShards = dead
         record.stateReason = reason
+        record.autoResumeAt = autoResumeAt
         return record
     }
 

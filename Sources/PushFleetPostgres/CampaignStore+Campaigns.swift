@@ -80,6 +80,7 @@ extension CampaignStore {
                 UPDATE campaigns SET
                     state = \(state.rawValue),
                     state_reason = \(reason),
+                    auto_resume_at = NULL,
                     started_at = CASE WHEN \(state == .running) THEN COALESCE(started_at, now()) ELSE started_at END,
                     finished_at = CASE WHEN \(state.isFinal) THEN COALESCE(finished_at, now()) ELSE finished_at END,
                     updated_at = now()
@@ -91,6 +92,50 @@ extension CampaignStore {
             var changed = false
             for try await _ in rows { changed = true }
             return changed
+        }
+    }
+
+    /// Pauses a running campaign because APNs itself failed (5xx, 429 past the retries), to be
+    /// resumed by the coordinator after `delay` doubled for every earlier such pause of the
+    /// campaign, at most `maximum`. An operator's pause, resume or cancel clears the timer.
+    /// - Returns: when it resumes, or nil if the campaign was not running.
+    public func pauseForOutage(_ id: UUID, reason: String, delay: Duration, maximum: Duration) async throws -> Date? {
+        let base = Double(delay.components.seconds) + Double(delay.components.attoseconds) / 1e18
+        let cap = Double(maximum.components.seconds) + Double(maximum.components.attoseconds) / 1e18
+        return try await self.withConnection("pause campaign \(id) for an APNs outage") { connection in
+            let rows = try await connection.query(
+                """
+                UPDATE campaigns SET
+                    state = 'paused',
+                    state_reason = \(reason),
+                    auto_resume_at = now() + make_interval(secs => LEAST(\(base) * power(2, LEAST(outage_pauses, 30)), \(cap))),
+                    outage_pauses = outage_pauses + 1,
+                    updated_at = now()
+                WHERE campaign_id = \(id) AND state = 'running'
+                RETURNING auto_resume_at
+                """,
+                logger: self.logger
+            )
+            for try await row in rows { return try row.decode(Date.self) }
+            return nil
+        }
+    }
+
+    /// Resumes a campaign paused for an APNs outage whose time has come.
+    /// - Returns: whether it was resumed now.
+    public func resumeAfterOutage(_ id: UUID) async throws -> Bool {
+        try await self.withConnection("resume campaign \(id) after an APNs outage") { connection in
+            let rows = try await connection.query(
+                """
+                UPDATE campaigns SET state = 'running', state_reason = NULL, auto_resume_at = NULL, updated_at = now()
+                WHERE campaign_id = \(id) AND state = 'paused' AND auto_resume_at <= now()
+                RETURNING 1
+                """,
+                logger: self.logger
+            )
+            var resumed = false
+            for try await _ in rows { resumed = true }
+            return resumed
         }
     }
 

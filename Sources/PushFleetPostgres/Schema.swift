@@ -12,7 +12,16 @@ enum Schema {
     /// Key of the transaction-scoped advisory lock that serializes concurrent migrations.
     static let migrationLockKey: Int64 = 0x5055_5348_4D49_4752  // "PUSHMIGR"
 
-    static var migrations: [Migration] { [version1, version2, version3] }
+    static var migrations: [Migration] { [version1, version2, version3, version4] }
+
+    private static var version4: Migration {
+        Migration(version: 4, name: "resume after an APNs outage", statements: [
+            // A campaign PushFleet paused because APNs was down is resumed at this time; the count
+            // of such pauses doubles the wait each time.
+            "ALTER TABLE campaigns ADD COLUMN auto_resume_at timestamptz",
+            "ALTER TABLE campaigns ADD COLUMN outage_pauses integer NOT NULL DEFAULT 0",
+        ])
+    }
 
     private static var version3: Migration {
         Migration(version: 3, name: "queue cleanup, token failure retention, dead shards", statements: [

@@ -96,22 +96,28 @@ extension CampaignQueue {
         }
     }
 
-    /// Pauses a running campaign on a worker's word, with the reason for the coordinator to record.
+    /// Pauses a running campaign on a worker's word, with the reason for the coordinator to record;
+    /// `outage` when APNs itself failed (5xx, 429 past the retries) rather than the provider's
+    /// credentials or topic, so that the coordinator resumes it later by itself.
     /// - Returns: whether it was running.
     @discardableResult
-    public func requestPause(campaign: UUID, reason: String) async throws -> Bool {
+    public func requestPause(campaign: UUID, reason: String, outage: Bool = false) async throws -> Bool {
         let keys = CampaignKeys(campaign)
         return try await self.client.withConnection { connection in
-            let reply = try connection.checkedEvaluate("requestPause", CampaignScripts.requestPause, keys: [keys.meta], arguments: [Array(reason.utf8)])
+            let reply = try connection.checkedEvaluate(
+                "requestPause", CampaignScripts.requestPause, keys: [keys.meta], arguments: [Array(reason.utf8), Array((outage ? "1" : "0").utf8)]
+            )
             return try connection.integer(reply, "the requestPause script") == 1
         }
     }
 
-    /// The reason a worker paused the campaign with, not yet recorded by the coordinator.
-    public func pauseRequest(campaign: UUID) async throws -> String? {
+    /// A worker's pause request not yet recorded by the coordinator.
+    public func pauseRequest(campaign: UUID) async throws -> PauseRequest? {
         let keys = CampaignKeys(campaign)
         return try await self.client.withConnection { connection in
-            try connection.checkedCommand(RedisCommand.arguments("HGET", keys.meta, "pause_reason")).string
+            let reply = try connection.checkedCommand(RedisCommand.arguments("HMGET", keys.meta, "pause_reason", "pause_outage"))
+            guard case .array(let fields) = reply, fields.count == 2, let reason = fields[0].string else { return nil }
+            return PauseRequest(reason: reason, isOutage: fields[1].string == "1")
         }
     }
 
@@ -119,7 +125,7 @@ extension CampaignQueue {
     public func clearPauseRequest(campaign: UUID) async throws {
         let keys = CampaignKeys(campaign)
         try await self.client.withConnection { connection in
-            _ = try connection.checkedCommand(RedisCommand.arguments("HDEL", keys.meta, "pause_reason"))
+            _ = try connection.checkedCommand(RedisCommand.arguments("HDEL", keys.meta, "pause_reason", "pause_outage"))
         }
     }
 

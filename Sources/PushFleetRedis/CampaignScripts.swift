@@ -37,7 +37,7 @@ enum CampaignScripts {
         """
         if redis.call('EXISTS', KEYS[1]) == 0 then return 0 end
         redis.call('HSET', KEYS[1], 'status', ARGV[1])
-        if ARGV[1] == 'running' then redis.call('HDEL', KEYS[1], 'pause_reason') end
+        if ARGV[1] == 'running' then redis.call('HDEL', KEYS[1], 'pause_reason', 'pause_outage') end
         return 1
         """
     )
@@ -46,12 +46,15 @@ enum CampaignScripts {
     /// becomes `paused` at once (every worker stops at its next checkpoint) and the reason waits for
     /// the coordinator, which records it in Postgres. The first reason stays.
     ///
-    /// KEYS: 1 meta. ARGV: 1 reason. Returns 1 if the campaign was running, else 0.
+    /// KEYS: 1 meta. ARGV: 1 reason, 2 `1` when APNs itself failed (an outage), else `0`. Returns 1
+    /// if the campaign was running, else 0.
     static let requestPause = RedisScript(
         """
         if redis.call('HGET', KEYS[1], 'status') ~= 'running' then return 0 end
         redis.call('HSET', KEYS[1], 'status', 'paused')
-        redis.call('HSETNX', KEYS[1], 'pause_reason', ARGV[1])
+        if redis.call('HSETNX', KEYS[1], 'pause_reason', ARGV[1]) == 1 then
+          redis.call('HSET', KEYS[1], 'pause_outage', ARGV[2])
+        end
         return 1
         """
     )

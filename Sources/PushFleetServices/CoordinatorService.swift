@@ -46,12 +46,21 @@ public final class CoordinatorService: Sendable {
         /// `nil` keeps them forever. Campaign counts and the registry are not touched. Defaults to
         /// 30 days.
         public var tokenFailureRetention: Duration?
+        /// How long a campaign paused by an APNs outage (5xx, 429 past the retries) waits before
+        /// it is resumed; doubled for each further outage of the campaign, up to
+        /// ``outageResumeMaximum``. Defaults to 30 seconds.
+        public var outageResumeDelay: Duration
+        /// The longest wait before resuming after an outage. Defaults to 10 minutes.
+        public var outageResumeMaximum: Duration
 
         public init(
             interval: Duration = .seconds(1), maximumAttempts: Int = 5, eventsPerRound: Int = 20_000,
             feedback: [FeedbackSource] = [], feedbackInterval: Duration = .seconds(60),
-            tokenFailureRetention: Duration? = .seconds(30 * 86_400)
+            tokenFailureRetention: Duration? = .seconds(30 * 86_400),
+            outageResumeDelay: Duration = .seconds(30), outageResumeMaximum: Duration = .seconds(600)
         ) {
+            self.outageResumeDelay = outageResumeDelay
+            self.outageResumeMaximum = max(outageResumeDelay, outageResumeMaximum)
             self.interval = interval
             self.maximumAttempts = maximumAttempts
             self.eventsPerRound = eventsPerRound
@@ -161,16 +170,37 @@ public final class CoordinatorService: Sendable {
             }
         }
         var campaign = campaign
-        if let reason = try await self.queue.pauseRequest(campaign: campaign.id) {
-            // A worker met a provider-level refusal and paused the campaign in Redis: record it.
-            if try await self.store.setState(campaign.id, to: .paused, from: [.running], reason: reason) {
-                campaign.state = .paused
-                self.logger.error("campaign paused: APNs refused the provider", metadata: ["campaign": "\(campaign.id)", "reason": "\(reason)"])
-            }
+        if let request = try await self.queue.pauseRequest(campaign: campaign.id) {
+            try await self.recordPause(&campaign, request)
             try await self.queue.clearPauseRequest(campaign: campaign.id)
+        }
+        if campaign.state == .paused, let at = campaign.autoResumeAt, at <= Date(), try await self.store.resumeAfterOutage(campaign.id) {
+            campaign.state = .running
+            self.logger.notice("campaign resumed after an APNs outage", metadata: ["campaign": "\(campaign.id)"])
         }
         try await self.tellRedis(campaign)
         return !caughtUp
+    }
+
+    /// Records a worker's pause request in Postgres. Over an APNs outage the campaign resumes by
+    /// itself after a wait that doubles with each outage; over the provider's credentials or topic
+    /// it waits for an operator's `campaign resume`.
+    private func recordPause(_ campaign: inout CampaignRecord, _ request: PauseRequest) async throws {
+        if request.isOutage {
+            let resumeAt = try await self.store.pauseForOutage(
+                campaign.id, reason: request.reason, delay: self.configuration.outageResumeDelay, maximum: self.configuration.outageResumeMaximum
+            )
+            guard let resumeAt else { return }
+            campaign.state = .paused
+            campaign.autoResumeAt = resumeAt
+            self.logger.error(
+                "campaign paused: APNs is failing; resuming it later",
+                metadata: ["campaign": "\(campaign.id)", "reason": "\(request.reason)", "resume_at": "\(resumeAt)"]
+            )
+        } else if try await self.store.setState(campaign.id, to: .paused, from: [.running], reason: request.reason) {
+            campaign.state = .paused
+            self.logger.error("campaign paused: APNs refused the provider", metadata: ["campaign": "\(campaign.id)", "reason": "\(request.reason)"])
+        }
     }
 
     /// Postgres holds the campaign's state; Redis is told it again every round, so an operator's

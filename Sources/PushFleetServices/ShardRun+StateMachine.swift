@@ -39,7 +39,7 @@ extension ShardRun {
             case withdraw
             /// Pause the campaign for everyone, with this reason (a provider-level rejection); then
             /// ``pauseRequested(now:)``.
-            case pauseCampaign(reason: String)
+            case pauseCampaign(PauseRequest)
             /// Stop the channel from writing anything more (the run is giving the shard up before
             /// its outcomes came); then ``channelHalted(now:)``.
             case haltChannel
@@ -94,7 +94,7 @@ extension ShardRun {
         /// Positions with an answer of either kind.
         private var answered = 0
         /// The first provider-level reason, and whether the pause is still to be asked for.
-        private(set) var deferredReason: String? = nil
+        private(set) var deferredReason: PauseRequest? = nil
         private var pauseToRequest = false
         /// Rejections of positions above the low-water mark, held until the mark passes them.
         private var heldRejections: [Int: Rejection] = [:]
@@ -316,7 +316,7 @@ extension ShardRun {
             }
         }
 
-        private mutating func `defer`(tag: UInt64, reason: String) {
+        private mutating func `defer`(tag: UInt64, reason: PauseRequest) {
             guard let index = self.unanswered(tag) else { return }
             self.answers[index] = .deferred
             self.answered += 1
@@ -345,7 +345,7 @@ extension ShardRun {
             guard case .running = self.phase else { return .none }
             if self.pauseToRequest, let reason = self.deferredReason {
                 self.pauseToRequest = false
-                return .pauseCampaign(reason: reason)
+                return .pauseCampaign(reason)
             }
             if self.stopRequested && self.stopping == nil {
                 self.stopping = now

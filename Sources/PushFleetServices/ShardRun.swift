@@ -87,11 +87,14 @@ struct ShardRun {
             case .withdraw:
                 let tags = await self.slot.channel.withdraw(run: self.run)
                 action = self.machine.withdrawn(tags, now: .now)
-            case .pauseCampaign(let reason):
-                let reason = reason + (self.worker.configuration.credentials.map { " for \($0)" } ?? "")
-                self.logger.error("APNs refused the provider, not the token: pausing the campaign", metadata: self.metadata.merging(["reason": "\(reason)"]) { $1 })
+            case .pauseCampaign(let request):
+                let reason = request.reason + (self.worker.configuration.credentials.map { " for \($0)" } ?? "")
+                self.logger.error(
+                    request.isOutage ? "APNs is failing: pausing the campaign until it recovers" : "APNs refused the provider, not the token: pausing the campaign",
+                    metadata: self.metadata.merging(["reason": "\(reason)"]) { $1 }
+                )
                 do {
-                    try await self.worker.queue.requestPause(campaign: self.lease.campaign, reason: reason)
+                    try await self.worker.queue.requestPause(campaign: self.lease.campaign, reason: reason, outage: request.isOutage)
                 } catch {
                     // The run stops anyway; the next run to meet the same answer asks again.
                     self.logger.warning("cannot pause the campaign", metadata: self.metadata.merging(["error": "\(error)"]) { $1 })

@@ -41,6 +41,7 @@ public struct StatusReport: Sendable {
             ("shards_done", "\(r.doneShards)"),
             ("dead_shards", "[" + r.deadShards.map(String.init).joined(separator: ",") + "]"),
             ("reason", r.stateReason.map(Self.quote) ?? "null"),
+            ("resumes_at", r.autoResumeAt.map { Self.quote(Self.timestamp($0)) } ?? "null"),
             ("rate", String(format: "%.1f", self.rate)),
             ("eta_seconds", self.etaSeconds.map { String(format: "%.1f", $0) } ?? "null"),
             ("created_at", Self.quote(Self.timestamp(r.createdAt))),
@@ -55,7 +56,8 @@ public struct StatusReport: Sendable {
         let rejected = r.rejected.isEmpty ? "0" : "\(r.rejected.values.reduce(0, +)) (" + r.rejected.sorted { $0.value > $1.value }.map { "\($0.key) \($0.value)" }.joined(separator: ", ") + ")"
         var lines = [
             "campaign  \(r.id.uuidString.lowercased())  \(r.topic) (\(r.environment))",
-            "state     \(r.state.rawValue)" + (r.stateReason.map { ": \($0)" } ?? ""),
+            "state     \(r.state.rawValue)" + (r.stateReason.map { ": \($0)" } ?? "")
+                + (r.autoResumeAt.map { "; resumes by itself at \(Self.timestamp($0))" } ?? ""),
             "total     \(r.total)\(r.duplicatesDropped > 0 ? "  (\(r.duplicatesDropped) duplicates dropped)" : "")",
             "accepted  \(r.accepted)",
             "rejected  \(rejected)",

@@ -61,4 +61,20 @@ import Testing
         #expect(HTTP2Rejection.goAwayReason(nil) == nil)
         #expect(HTTP2Rejection.goAwayReason(self.body("not json")) == nil)
     }
+
+    /// Which refusals pause a campaign (provider-level), and which of those heal by themselves (APNs
+    /// failing) so that the coordinator resumes the campaign later.
+    @Test(arguments: [
+        (400, HTTP2Reason.badDeviceToken, false, false), (410, .unregistered, false, false), (400, .deviceTokenNotForTopic, false, false),
+        (413, .payloadTooLarge, false, false),
+        (403, .invalidProviderToken, true, false), (400, .topicDisallowed, true, false), (400, .badTopic, true, false),
+        (403, .badCertificate, true, false),
+        (429, .tooManyRequests, true, true), (500, .internalServerError, true, true), (503, .serviceUnavailable, true, true),
+        (503, .shutdown, true, true),
+    ])
+    func providerLevelAndAPNsFailures(status: Int, reason: HTTP2Reason, providerLevel: Bool, apnsFailure: Bool) {
+        let rejection = HTTP2Rejection(status: status, reason: reason)
+        #expect(rejection.isProviderLevel == providerLevel)
+        #expect(rejection.isAPNsFailure == apnsFailure)
+    }
 }

@@ -1,4 +1,5 @@
 import APNSMockServer
+import APNSWire
 import Foundation
 import PushFleetCore
 import PushFleetTestSupport
@@ -48,5 +49,28 @@ import FoundationNetworking
 
         let (missing, _) = try await self.request("GET", "/nope", port: port)
         #expect(missing == 404)
+    }
+
+    /// An APNs outage switched on and off from outside: meanwhile every HTTP/2 request is answered
+    /// 503 and nothing is delivered.
+    @Test func outageAnswersEveryHTTP2RequestUntilItIsSwitchedOff() async throws {
+        let fixture = try await BinaryFixture.start()
+        defer { Task { await fixture.stop() } }
+        let port = try #require(fixture.ports.admin)
+        let configuration = try HTTP2SenderFixture.configuration(port: fixture.ports.http2!, certificate: true, maximumAttempts: 1)
+
+        #expect(try await self.request("POST", "/outage?status=418", port: port).0 == 400)
+        #expect(fixture.server.outage.status == nil)
+        let (on, body) = try await self.request("POST", "/outage?status=503", port: port)
+        #expect(on == 200 && body["outage"] as? Int == 503)
+        let (during, _) = try await HTTP2SenderFixture.run(HTTP2SenderFixture.notifications(3), with: configuration)
+        #expect(during.accepted.isEmpty)
+        #expect(during.rejected.map(\.1) == Array(repeating: HTTP2Rejection(status: 503, reason: .serviceUnavailable), count: 3))
+        #expect(fixture.ledger.snapshot().accepted == 0)
+
+        #expect(try await self.request("DELETE", "/outage", port: port).0 == 200)
+        let (after, _) = try await HTTP2SenderFixture.run(HTTP2SenderFixture.notifications(3), with: configuration)
+        #expect(after.accepted.count == 3)
+        #expect(fixture.ledger.snapshot().accepted == 3)
     }
 }

@@ -6,6 +6,9 @@ import PushFleetCore
 import PushFleetPostgres
 import PushFleetTestSupport
 import Testing
+#if canImport(Glibc)
+import Glibc
+#endif
 
 /// The whole system on loopback: the simulator in this process; Redis and Postgres from
 /// `scripts/test.sh`; launch, workers, coordinator and status as real `pushfleet` processes.
@@ -92,10 +95,10 @@ struct PipelineFixture {
         )
     }
 
-    func startCoordinator() throws -> PushFleetProcess {
+    func startCoordinator(_ extra: [String] = []) throws -> PushFleetProcess {
         try PushFleetProcess(
             ["coordinator", "--interval-ms", "200", "--feedback-endpoint", "127.0.0.1:\(self.mock.ports.feedback!)",
-             "--feedback-topic", self.topic, "--feedback-interval-s", "1"] + self.tlsArguments + self.stateArguments
+             "--feedback-topic", self.topic, "--feedback-interval-s", "1"] + extra + self.tlsArguments + self.stateArguments
         )
     }
 
@@ -156,4 +159,10 @@ struct PipelineFixture {
         defer { running.cancel() }
         return try await body(store)
     }
+}
+
+/// Stops `processes` with SIGTERM and waits for each.
+func stopAll(_ processes: [PushFleetProcess]) async {
+    for process in processes { process.signal(SIGTERM) }
+    for process in processes { await process.wait() }
 }

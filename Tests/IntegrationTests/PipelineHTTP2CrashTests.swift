@@ -142,7 +142,3 @@ private func senderCounters(_ output: String) -> [String: Int]? {
 }
 
 /// SIGTERM to each, then waits for all.
-private func stopAll(_ processes: [PushFleetProcess]) async {
-    for process in processes { process.signal(SIGTERM) }
-    for process in processes { await process.wait() }
-}

@@ -41,4 +41,33 @@ extension PipelineTests {
         for worker in right { await worker.wait() }
         await coordinator.wait()
     }
+
+    /// APNs failing (every request answered 503 for a while) is no one's typo: the campaign pauses
+    /// with the reason, the coordinator resumes it by itself (and pauses it again while the
+    /// outage lasts), and once APNs is healthy it completes with no `ServiceUnavailable` rejection.
+    @Test func anAPNsOutagePausesTheCampaignUntilItHeals() async throws {
+        let fixture = try await PipelineFixture.start(count: 50_000)
+        defer { Task { await fixture.stop() } }
+        let coordinator = try fixture.startCoordinator(["--outage-resume-s", "2"])
+        let workers = try (0..<2).map { _ in try fixture.startHTTP2Worker(.providerToken) }
+        let id = try await fixture.launch(protocol: "http2")
+        _ = try await fixture.waitForStatus(id) { ($0["accepted"] as? Int ?? 0) >= 5_000 }
+
+        fixture.mock.server.outage.set(503)
+        let paused = try await fixture.waitForStatus(id, limit: .seconds(300)) { $0["state"] as? String == "paused" }
+        #expect((paused["reason"] as? String)?.contains("ServiceUnavailable (HTTP 503)") == true, "\(paused)")
+        #expect(paused["resumes_at"] is String, "an outage pause resumes by itself: \(paused)")
+        // Resumed by the coordinator at least once while APNs still fails, and paused again.
+        _ = try await fixture.waitForStatus(id, limit: .seconds(300)) { $0["state"] as? String == "running" }
+        _ = try await fixture.waitForStatus(id, limit: .seconds(300)) { $0["state"] as? String == "paused" }
+        fixture.mock.server.outage.set(nil)
+
+        let status = try await fixture.waitForCompletion(id, limit: .seconds(900))
+        #expect(status["reason"] is NSNull)
+        #expect(status["resumes_at"] is NSNull)
+        // Outage answers are retries, never outcomes: the rejections are exactly the stale tokens.
+        let resent = try #require(status["resent"] as? Int)
+        fixture.expectReconciled(status, duplicatesAllowed: resent, http2: true)
+        await stopAll(workers + [coordinator])
+    }
 }

@@ -84,4 +84,36 @@ import Testing
             #expect(error?.code == .unknownCampaign)
         }
     }
+
+    /// An outage pause resumes by itself, later each time; an operator's pause or resume clears the
+    /// timer; a campaign not running is not paused.
+    @Test func outagePausesResumeLaterEachTimeAndOperatorsOverrideThem() async throws {
+        let campaign = PostgresFixture.campaign(topic: PostgresFixture.topic("outage"))
+        try await PostgresFixture.withStore { store async throws in
+            _ = try await store.createCampaign(campaign)
+            let id = campaign.id
+            #expect(try await store.pauseForOutage(id, reason: "ServiceUnavailable (HTTP 503)", delay: .seconds(30), maximum: .seconds(100)) == nil)
+            #expect(try await store.setState(id, to: .running, from: [.pending]))
+
+            var waits: [TimeInterval] = []
+            for _ in 0..<4 {
+                let before = Date()
+                let resumeAt = try #require(try await store.pauseForOutage(id, reason: "ServiceUnavailable (HTTP 503)", delay: .seconds(30), maximum: .seconds(100)))
+                waits.append(resumeAt.timeIntervalSince(before))
+                let record = try #require(try await store.campaign(id))
+                #expect(record.state == .paused && record.stateReason == "ServiceUnavailable (HTTP 503)" && record.autoResumeAt == resumeAt)
+                #expect(try await store.resumeAfterOutage(id) == false, "not before its time")
+                #expect(try await store.setState(id, to: .running, from: [.paused]))  // as `campaign resume` does
+                #expect(try await store.campaign(id)?.autoResumeAt == nil, "an operator's resume clears the timer")
+            }
+            // 30, 60, then capped at 100 (the database's clock, give or take a second).
+            for (wait, expected) in zip(waits, [30.0, 60, 100, 100]) { #expect(abs(wait - expected) < 2, "\(waits)") }
+
+            _ = try #require(try await store.pauseForOutage(id, reason: "ServiceUnavailable (HTTP 503)", delay: .milliseconds(1), maximum: .milliseconds(1)))
+            try await Task.sleep(for: .milliseconds(50))
+            #expect(try await store.resumeAfterOutage(id))
+            let resumed = try #require(try await store.campaign(id))
+            #expect(resumed.state == .running && resumed.stateReason == nil && resumed.autoResumeAt == nil)
+        }
+    }
 }

@@ -164,14 +164,14 @@ struct ShardRunStateMachineTests {
     // MARK: - Provider-level refusals
 
     static func deferred(_ position: Int, _ reason: String = "InvalidProviderToken (HTTP 403)") -> ArraySlice<DeliveryOutcome> {
-        [.deferred(tag: run | UInt64(position), reason: reason)]
+        [.deferred(tag: run | UInt64(position), PauseRequest(reason: reason, isOutage: false))]
     }
 
     @Test func aProviderLevelRefusalPausesTheCampaignAndCountsNothing() {
         var machine = Self.started(count: 10, handed: 6)
         #expect(machine.outcomes(Self.accepted(0, 1), now: Self.at(1)) == .none)
         // 2 is refused for the provider's sake: the campaign is paused, the run stops feeding.
-        #expect(machine.outcomes(Self.deferred(2), now: Self.at(2)) == .pauseCampaign(reason: "InvalidProviderToken (HTTP 403)"))
+        #expect(machine.outcomes(Self.deferred(2), now: Self.at(2)) == .pauseCampaign(PauseRequest(reason: "InvalidProviderToken (HTTP 403)", isOutage: false)))
         #expect(machine.pauseRequested(now: Self.at(2)) == .stopFeeding)
         #expect(machine.feedingStopped(now: Self.at(2)) == .none)
         #expect(machine.feedEnded(now: Self.at(3)) == .withdraw)
@@ -186,12 +186,12 @@ struct ShardRunStateMachineTests {
         #expect(machine.repeatsCollected(.init(), now: Self.at(5)) == .checkpoint(CheckpointDelta(sequence: 1, cursor: 2, accepted: 2, resent: 2)))
         #expect(machine.checkpointConfirmed(.paused, now: Self.at(6)) == .extendWriteDeadline(until: Self.at(5) + .seconds(2)))
         #expect(machine.writeDeadlineExtended(now: Self.at(6)) == .release(cursor: 2, ending: .released))
-        #expect(machine.deferredReason == "InvalidProviderToken (HTTP 403)")
+        #expect(machine.deferredReason?.reason == "InvalidProviderToken (HTTP 403)")
     }
 
     @Test func aReleaseWhoseCheckpointFailedCountsItsTailOnce() {
         var machine = Self.started(count: 4, handed: 4)
-        #expect(machine.outcomes(Self.deferred(0), now: Self.at(1)) == .pauseCampaign(reason: "InvalidProviderToken (HTTP 403)"))
+        #expect(machine.outcomes(Self.deferred(0), now: Self.at(1)) == .pauseCampaign(PauseRequest(reason: "InvalidProviderToken (HTTP 403)", isOutage: false)))
         #expect(machine.pauseRequested(now: Self.at(1)) == .stopFeeding)
         #expect(machine.feedingStopped(now: Self.at(1)) == .none)
         #expect(machine.feedEnded(now: Self.at(1)) == .withdraw)

@@ -28,6 +28,7 @@ final class HTTP2GatewayHandler: ChannelInboundHandler {
     private let configuration: MockAPNSConfiguration
     private let faults: MockAPNSConfiguration.HTTP2Faults
     private let ledger: DeliveryLedger
+    private let outage: GatewayOutage
     private let gatewayStreams: AcceptedCounter
     private let coalescer: HTTP2WriteCoalescer
     private let logger: Logger
@@ -59,6 +60,7 @@ final class HTTP2GatewayHandler: ChannelInboundHandler {
         keys: [String: MockAPNSConfiguration.ProviderKey],
         ledger: DeliveryLedger,
         gatewayStreams: AcceptedCounter,
+        outage: GatewayOutage,
         coalescer: HTTP2WriteCoalescer,
         logger: Logger
     ) {
@@ -66,6 +68,7 @@ final class HTTP2GatewayHandler: ChannelInboundHandler {
         self.faults = configuration.http2Faults
         self.ledger = ledger
         self.gatewayStreams = gatewayStreams
+        self.outage = outage
         self.coalescer = coalescer
         self.logger = logger
         self.validator = HTTP2RequestValidator(configuration: configuration, keys: keys)
@@ -216,6 +219,7 @@ final class HTTP2GatewayHandler: ChannelInboundHandler {
 
     /// The fault this stream gets, counting it gateway-wide, if faults are configured.
     private func fault() -> (status: Int, reason: HTTP2Reason)? {
+        if let answer = self.outage.answer { return answer }
         guard self.faults.countsGatewayStreams else { return nil }
         let number = self.gatewayStreams.increment()
         func hits(_ every: Int?) -> Bool { every.map { $0 > 0 && number % $0 == 0 } ?? false }

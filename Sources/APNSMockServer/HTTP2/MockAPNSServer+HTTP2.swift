@@ -34,6 +34,7 @@ extension MockAPNSServer {
                     keys: keys,
                     ledger: self.ledger,
                     gatewayStreams: self.http2Streams,
+                    outage: self.outage,
                     coalescer: coalescer,
                     logger: self.logger
                 )

@@ -32,6 +32,12 @@ public struct HTTP2Rejection: Hashable, Sendable, CustomStringConvertible {
         }
     }
 
+    /// Whether APNs itself failed (a 5xx, or 429 past the retries) rather than refusing the
+    /// provider's credentials or topic: it heals without anyone changing anything.
+    public var isAPNsFailure: Bool {
+        self.status == 429 || (500...599).contains(self.status)
+    }
+
     private static let providerReasons: Set<HTTP2Reason> = [
         .badTopic, .missingTopic, .topicDisallowed, .invalidPushType, .badCertificate, .badCertificateEnvironment,
         .expiredProviderToken, .forbidden, .invalidProviderToken, .missingProviderToken, .unrelatedKeyIdInToken,

@@ -27,11 +27,15 @@ struct Coordinator: AsyncParsableCommand {
     @Option(help: "Days per-token failures are kept (0 keeps them forever); campaign counts and the registry are not affected.")
     var tokenFailureRetentionDays: Int = 30
 
+    @Option(help: "Seconds a campaign paused by an APNs outage (5xx, or 429 past the retries) waits before it is resumed; doubled for each further outage of the campaign, up to 600.")
+    var outageResumeS: Double = 30
+
     @OptionGroup var tls: TLSOptions
     @OptionGroup var state: StateOptions
 
     func validate() throws {
         guard self.intervalMs >= 10 else { throw ValidationError("--interval-ms is at least 10") }
+        guard self.outageResumeS > 0, self.outageResumeS <= 86_400 else { throw ValidationError("--outage-resume-s must be more than 0 and at most 86400") }
         guard self.tokenFailureRetentionDays >= 0 else { throw ValidationError("--token-failure-retention-days must not be negative") }
         if self.feedbackEndpoint != nil {
             guard self.feedbackTopic != nil else { throw ValidationError("--feedback-endpoint needs --feedback-topic") }
@@ -48,7 +52,8 @@ struct Coordinator: AsyncParsableCommand {
         }
         let configuration = CoordinatorService.Configuration(
             interval: .milliseconds(self.intervalMs), feedback: feedback, feedbackInterval: .seconds(self.feedbackIntervalS),
-            tokenFailureRetention: self.tokenFailureRetentionDays > 0 ? .seconds(self.tokenFailureRetentionDays * 86_400) : nil
+            tokenFailureRetention: self.tokenFailureRetentionDays > 0 ? .seconds(self.tokenFailureRetentionDays * 86_400) : nil,
+            outageResumeDelay: .milliseconds(Int(self.outageResumeS * 1000)), outageResumeMaximum: .seconds(max(600, Int(self.outageResumeS)))
         )
         let drain = DrainSignal()
         let signals = Task { try await Signals.waitForTermination(); drain.trigger() }

@@ -10,8 +10,8 @@ enum DeliveryOutcome: Sendable {
     case accepted(tag: UInt64)
     case rejected(tag: UInt64, Rejection)
     /// APNs refused it for a reason about the provider or APNs itself (credentials, topic, an
-    /// outage): not the token's outcome. It stays unsent, and the campaign is paused with `reason`.
-    case deferred(tag: UInt64, reason: String)
+    /// outage): not the token's outcome. It stays unsent, and the campaign is paused as `pause` says.
+    case deferred(tag: UInt64, PauseRequest)
 
     var tag: UInt64 {
         switch self {
@@ -197,7 +197,12 @@ struct HTTP2Channel: DeliveryChannel {
             case .accepted(let notifications):
                 for notification in notifications { batch.append(.accepted(tag: notification.tag)) }
             case .rejected(let notification, let rejection) where rejection.isProviderLevel:
-                batch.append(.deferred(tag: notification.tag, reason: "\(rejection.reason) (HTTP \(rejection.status))"))
+                batch.append(
+                    .deferred(
+                        tag: notification.tag,
+                        PauseRequest(reason: "\(rejection.reason) (HTTP \(rejection.status))", isOutage: rejection.isAPNsFailure)
+                    )
+                )
             case .rejected(let notification, let rejection):
                 batch.append(
                     .rejected(
