@@ -40,6 +40,11 @@ struct CampaignKeys: Sendable {
     /// LIST: the raw token bytes of `shard`.
     func shard(_ shard: Int) -> [UInt8] { self.key("s:\(shard)") }
 
+    /// LIST: `shard`'s tokens as one launch staged them, renamed to ``shard(_:)`` when that launch
+    /// publishes. Each launch has its own, so concurrent launches of one id never touch each
+    /// other's keys.
+    func staged(_ shard: Int, launch: String) -> [UInt8] { self.key("stage:\(launch):s:\(shard)") }
+
     /// Every key but the shard lists.
     var fixed: [[UInt8]] {
         [self.meta, self.pending, self.leases, self.owner, self.fence, self.cursor, self.sent, self.attempts, self.dead,

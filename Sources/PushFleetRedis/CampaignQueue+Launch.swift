@@ -12,13 +12,14 @@ extension CampaignQueue {
         try await self.stageShards(campaign: campaign, shards: [(shard: shard, tokens: tokens)])
     }
 
-    /// Writes many shards in one pipeline; see ``stageShard(campaign:shard:tokens:)``.
-    /// Keep one call to some tens of thousands of tokens: the pipeline is built in memory.
-    public func stageShards(campaign: UUID, shards: [(shard: Int, tokens: [DeviceToken])]) async throws {
+    /// Writes many shards in one pipeline; see ``stageShard(campaign:shard:tokens:)``. With
+    /// `launch`, into that launch's own staging lists, which ``publish(_:launch:)`` renames into
+    /// place. Keep one call to some tens of thousands of tokens: the pipeline is built in memory.
+    public func stageShards(campaign: UUID, launch: String? = nil, shards: [(shard: Int, tokens: [DeviceToken])]) async throws {
         let keys = CampaignKeys(campaign)
         var commands: [[[UInt8]]] = []
         for (shard, tokens) in shards {
-            let key = keys.shard(shard)
+            let key = launch.map { keys.staged(shard, launch: $0) } ?? keys.shard(shard)
             commands.append([Array("DEL".utf8), key])
             for start in stride(from: 0, to: tokens.count, by: Self.batchSize) {
                 var command: [[UInt8]] = [Array("RPUSH".utf8), key]
@@ -48,6 +49,48 @@ extension CampaignQueue {
             )
             // Only after the campaign is complete in Redis may workers find it.
             _ = try connection.checkedCommand([Array("SADD".utf8), active, member])
+        }
+    }
+
+    /// Publishes the shards `launch` staged (``stageShards(campaign:launch:shards:)``), in one
+    /// atomic step: the staged lists are renamed into place, the meta hash written and pending
+    /// filled, unless the campaign is published already; then the id joins the active set.
+    /// - Returns: true if this launch published it; false if it was published already (by another
+    ///   launch of the same id), in which case nothing of this launch was used: discard it with
+    ///   ``discardStaged(campaign:launch:shardCount:)``.
+    /// - Throws: ``RedisError`` if a staged list is missing (nothing is changed then).
+    @discardableResult
+    public func publish(_ descriptor: CampaignDescriptor, launch: String) async throws -> Bool {
+        let keys = CampaignKeys(descriptor.id)
+        let active = CampaignKeys.active(topic: descriptor.topic, environment: descriptor.environment)
+        let shards = 0..<descriptor.shardCount
+        let scriptKeys = [keys.meta, keys.pending] + shards.map { keys.staged($0, launch: launch) } + shards.map { keys.shard($0) }
+        let arguments = [descriptor.shardCount.redisArgument] + descriptor.metaFields
+        let member = Array(descriptor.id.uuidString.lowercased().utf8)
+        return try await self.client.withConnection { connection in
+            let reply = try connection.checkedEvaluate("publishStaged", CampaignScripts.publishStaged, keys: scriptKeys, arguments: arguments)
+            let outcome = try connection.integer(reply, "the publishStaged script")
+            if outcome < 0 {
+                throw RedisError(
+                    code: .unexpectedReply,
+                    message: "launch \(launch) of campaign \(descriptor.id.uuidString.lowercased()) at \(connection.configuration.server) "
+                        + "has a staged shard missing; nothing was published"
+                )
+            }
+            // Ensured either way: a launch that died between the two steps left it out.
+            _ = try connection.checkedCommand([Array("SADD".utf8), active, member])
+            return outcome == 1
+        }
+    }
+
+    /// Deletes the shard lists `launch` staged (`0..<shardCount`); touches nothing else.
+    public func discardStaged(campaign: UUID, launch: String, shardCount: Int) async throws {
+        let keys = CampaignKeys(campaign)
+        let staged = (0..<max(0, shardCount)).map { keys.staged($0, launch: launch) }
+        try await self.client.withConnection { connection in
+            for start in stride(from: 0, to: staged.count, by: 1_000) {
+                _ = try connection.checkedCommand([Array("UNLINK".utf8)] + staged[start..<min(start + 1_000, staged.count)])
+            }
         }
     }
 

@@ -10,6 +10,32 @@ enum CampaignScripts {
         local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
         """
 
+    /// Publishes a campaign staged by one launch, in one step: unless the campaign is published
+    /// already, renames each staged shard list into place, writes the meta hash and fills pending.
+    ///
+    /// KEYS: 1 meta, 2 pending, then the N staged lists, then the N shard lists. ARGV: 1 N, then
+    /// the meta fields. Returns 1 if published now, 0 if it was published already (the caller
+    /// discards its staged lists), -1 (nothing changed) if a staged list is missing.
+    static let publishStaged = RedisScript(
+        """
+        if redis.call('EXISTS', KEYS[1]) == 1 then return 0 end
+        local n = tonumber(ARGV[1])
+        for i = 1, n do
+          if redis.call('EXISTS', KEYS[2 + i]) == 0 then return -1 end
+        end
+        for i = 1, n do redis.call('RENAME', KEYS[2 + i], KEYS[2 + n + i]) end
+        redis.call('HSET', KEYS[1], unpack(ARGV, 2))
+        redis.call('DEL', KEYS[2])
+        local batch = {}
+        for sid = 0, n - 1 do
+          batch[#batch + 1] = sid
+          if #batch == 1000 then redis.call('RPUSH', KEYS[2], unpack(batch)); batch = {} end
+        end
+        if #batch > 0 then redis.call('RPUSH', KEYS[2], unpack(batch)) end
+        return 1
+        """
+    )
+
     /// Makes the campaign claimable, once.
     ///
     /// KEYS: 1 meta, 2 pending.

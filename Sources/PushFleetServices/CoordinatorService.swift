@@ -98,10 +98,12 @@ public final class CoordinatorService: Sendable {
         }
     }
 
+    /// Rounds until drained, or until cancelled: the store cancels this when the leadership
+    /// connection is lost (Postgres stopped, a network cut), and `run` then contends again.
     private func lead(until drain: DrainSignal) async {
         var lastFeedbackPoll: ContinuousClock.Instant? = nil
         var lastPrune: ContinuousClock.Instant? = nil
-        while !drain.isTriggered {
+        while !drain.isTriggered && !Task.isCancelled {
             var behind = false
             do {
                 behind = try await self.round()
@@ -128,7 +130,7 @@ public final class CoordinatorService: Sendable {
     @discardableResult
     public func round() async throws -> Bool {
         var behind = false
-        for campaign in try await self.store.campaigns(in: [.running, .paused, .cancelled]) {
+        for campaign in try await self.store.campaigns(in: [.pending, .running, .paused, .cancelled]) {
             await self.isolated(campaign, "serve") { behind = try await self.serve(campaign) || behind }
         }
         for campaign in try await self.store.campaignsAwaitingCleanup() {
@@ -150,6 +152,10 @@ public final class CoordinatorService: Sendable {
     /// Folds, and completes, pauses or fails the campaign as its counts say. Returns whether more
     /// of its events wait than one fold takes.
     private func serve(_ campaign: CampaignRecord) async throws -> Bool {
+        if campaign.state == .pending {
+            try await self.adoptIfPublished(campaign)
+            return false
+        }
         if campaign.state == .cancelled {
             if campaign.pending > 0 {
                 try await self.tellRedis(campaign)
@@ -180,6 +186,17 @@ public final class CoordinatorService: Sendable {
         }
         try await self.tellRedis(campaign)
         return !caughtUp
+    }
+
+    /// A launch that died between publishing to Redis and marking the campaign `running` left it
+    /// published but `pending`: the workers may be sending it already, and nobody would fold its
+    /// progress. Mark it running. A pending campaign that is not published is a launch still
+    /// staging (or one that died before publishing, which a re-run launches again): left alone.
+    private func adoptIfPublished(_ campaign: CampaignRecord) async throws {
+        guard try await self.queue.descriptor(campaign: campaign.id) != nil else { return }
+        if try await self.store.setState(campaign.id, to: .running, from: [.pending]) {
+            self.logger.notice("adopted a campaign whose launch published it but did not finish", metadata: ["campaign": "\(campaign.id)"])
+        }
     }
 
     /// Records a worker's pause request in Postgres. Over an APNs outage the campaign resumes by

@@ -1,3 +1,5 @@
+import Foundation
+
 /// Why a launch was refused. Messages that concern a token file are prefixed with its place by the
 /// token source; these are the launcher's own.
 public struct LaunchError: Error, CustomStringConvertible {
@@ -6,6 +8,13 @@ public struct LaunchError: Error, CustomStringConvertible {
 
     static func wrongTokenSize(_ size: Int, required: Int) -> Self {
         Self(message: "a token is \(size) bytes (\(size * 2) hex digits); the binary protocol requires \(required) bytes (\(required * 2) hex digits)")
+    }
+
+    static func audienceDiffers(_ id: UUID, recorded: Int, read: Int) -> Self {
+        Self(
+            message: "campaign \(id.uuidString.lowercased()) was launched before with another audience (\(recorded) tokens recorded, "
+                + "\(read) read now); launch it with the same tokens, or under another --campaign-id"
+        )
     }
 
     static func emptyAudience() -> Self {

@@ -4,11 +4,16 @@ public import PushFleetPostgres
 public import PushFleetRedis
 import Logging
 
-/// Creates a campaign: reads and checks the whole audience, drops duplicates, writes the shards to
-/// Redis as it goes, then records the campaign in Postgres and publishes it to the workers.
+/// Creates a campaign: reads and checks the whole audience, drops duplicates, stages the shards in
+/// Redis as it goes (under keys of this launch alone), records the campaign in Postgres
+/// (`pending`), publishes it to the workers in one atomic step, and marks it `running`.
 ///
-/// Nothing becomes visible before every token was read and checked: a bad line discards what was
-/// staged and leaves no campaign behind. Launching the same id twice creates one campaign.
+/// Nothing becomes visible before every token was read and checked: a bad line discards what this
+/// launch staged and leaves no campaign behind. Launches of one id, one after another or at once,
+/// give one campaign: the first to record it in Postgres owns the id, the first to publish makes
+/// it visible, and a launch that publishes nothing discards only its own staged keys. A launch
+/// that dies after publishing leaves a campaign the coordinator adopts (published, still
+/// `pending`); one that dies before is launched again by a re-run.
 public struct Launcher: Sendable {
     /// What to send, and to whom.
     public struct Request: Sendable {
@@ -64,10 +69,15 @@ public struct Launcher: Sendable {
         let existing = try await self.store.campaign(id)
         let published = existing == nil ? false : try await self.queue.descriptor(campaign: id) != nil
         if let existing, existing.state != .pending || published {
+            if existing.state == .pending {
+                // Published by a launch that died before saying so: adopt it here (the coordinator would too).
+                _ = try await self.store.setState(id, to: .running, from: [.pending])
+            }
             return Result(id: id, total: existing.total, duplicatesDropped: existing.duplicatesDropped, shardCount: existing.shardCount, created: false)
         }
         // A pending campaign without its Redis half is one whose launch died before publishing:
         // stage it again and publish it.
+        let launch = String(UInt64.random(in: 0...UInt64.max), radix: 36)
         var seen = TokenFingerprintSet()
         var shardCounts: [Int] = []
         var current: [DeviceToken] = []
@@ -78,7 +88,7 @@ public struct Launcher: Sendable {
         let queue = self.queue
         func stage(_ shards: [(shard: Int, tokens: [DeviceToken])]) async throws {
             try await writing?.value
-            writing = Task { try await queue.stageShards(campaign: id, shards: shards) }
+            writing = Task { try await queue.stageShards(campaign: id, launch: launch, shards: shards) }
         }
         current.reserveCapacity(request.shardSize)
         do {
@@ -114,33 +124,45 @@ public struct Launcher: Sendable {
             try await writing?.value
         } catch {
             _ = try? await writing?.value
-            try? await self.queue.discard(campaign: id, shardCount: shardCounts.count + 1)
+            try? await self.queue.discardStaged(campaign: id, launch: launch, shardCount: shardCounts.count + 1)
             throw error
         }
 
         let total = shardCounts.reduce(0, +)
-        if existing == nil {
-            let created = try await self.store.createCampaign(
-                NewCampaign(
+        let result = Result(id: id, total: total, duplicatesDropped: duplicates, shardCount: shardCounts.count, created: true)
+        do {
+            if let existing, existing.total != total || existing.shardCount != shardCounts.count {
+                throw LaunchError.audienceDiffers(id, recorded: existing.total, read: total)
+            }
+            if existing == nil {
+                let created = try await self.store.createCampaign(
+                    NewCampaign(
+                        id: id, topic: request.topic, environment: request.environment, payload: request.payload.bytes,
+                        pushType: request.pushType, priority: request.priority, expiration: request.expiration,
+                        collapseID: request.collapseID, shardSize: request.shardSize, shardTokenCounts: shardCounts,
+                        totalTokens: total, duplicatesDropped: duplicates
+                    )
+                )
+                if !created {
+                    // Another launch of the same id recorded it first; it publishes its own shards.
+                    try? await self.queue.discardStaged(campaign: id, launch: launch, shardCount: shardCounts.count)
+                    return Result(id: id, total: total, duplicatesDropped: duplicates, shardCount: shardCounts.count, created: false)
+                }
+            }
+            let publishedNow = try await self.queue.publish(
+                CampaignDescriptor(
                     id: id, topic: request.topic, environment: request.environment, payload: request.payload.bytes,
                     pushType: request.pushType, priority: request.priority, expiration: request.expiration,
-                    collapseID: request.collapseID, shardSize: request.shardSize, shardTokenCounts: shardCounts,
-                    totalTokens: total, duplicatesDropped: duplicates
-                )
+                    collapseID: request.collapseID, shardCount: shardCounts.count, totalTokens: total, status: .running
+                ),
+                launch: launch
             )
-            if !created {
-                // Another launch of the same id won the race; it publishes its own shards.
-                return Result(id: id, total: total, duplicatesDropped: duplicates, shardCount: shardCounts.count, created: false)
-            }
+            if !publishedNow { try? await self.queue.discardStaged(campaign: id, launch: launch, shardCount: shardCounts.count) }
+        } catch {
+            try? await self.queue.discardStaged(campaign: id, launch: launch, shardCount: shardCounts.count)
+            throw error
         }
-        try await self.queue.publish(
-            CampaignDescriptor(
-                id: id, topic: request.topic, environment: request.environment, payload: request.payload.bytes,
-                pushType: request.pushType, priority: request.priority, expiration: request.expiration,
-                collapseID: request.collapseID, shardCount: shardCounts.count, totalTokens: total, status: .running
-            )
-        )
         _ = try await self.store.setState(id, to: .running, from: [.pending])
-        return Result(id: id, total: total, duplicatesDropped: duplicates, shardCount: shardCounts.count, created: true)
+        return result
     }
 }

@@ -45,6 +45,26 @@ struct PipelineFixture {
         )
     }
 
+    /// The same fixture for processes that reach Redis, Postgres or both through `proxy`s playing
+    /// their outages.
+    func through(redis: OutageProxy? = nil, postgres: OutageProxy? = nil) -> PipelineFixture {
+        func rewrite(_ url: String, _ proxy: OutageProxy?) -> String {
+            guard let proxy, var components = URLComponents(string: url) else { return url }
+            components.host = "127.0.0.1"
+            components.port = proxy.port
+            return components.string ?? url
+        }
+        return PipelineFixture(
+            mock: self.mock, topic: self.topic, redisURL: rewrite(self.redisURL, redis), postgresURL: rewrite(self.postgresURL, postgres),
+            tokens: self.tokens, invalid: self.invalid, unregistered: self.unregistered, tokenFile: self.tokenFile
+        )
+    }
+
+    /// The port of `url` (`redis://…`, `postgres://…`).
+    static func port(of url: String) throws -> Int {
+        try #require(URLComponents(string: url)?.port, "no port in \(url)")
+    }
+
     func stop() async {
         await self.mock.stop()
         try? FileManager.default.removeItem(atPath: self.tokenFile)

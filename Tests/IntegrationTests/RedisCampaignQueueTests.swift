@@ -147,4 +147,31 @@ import Testing
         #expect(!(try await fixture.queue.activeCampaigns(topic: fixture.topic, environment: "sandbox").contains(fixture.campaign)))
         try await fixture.shutdown()
     }
+
+    /// Two launches of one id stage under their own keys; the first to publish renames its lists
+    /// into place in one step, the second finds the campaign published, and each discards only
+    /// its own staged lists.
+    @Test func launchesStageApartAndTheFirstToPublishWins() async throws {
+        let fixture = try RedisQueueFixture()
+        let first = [TestTokens.tokens(3, seed: 1), TestTokens.tokens(2, seed: 1)]
+        let second = [TestTokens.tokens(3, seed: 2), TestTokens.tokens(2, seed: 2)]
+        try await fixture.queue.stageShards(campaign: fixture.campaign, launch: "a", shards: first.enumerated().map { ($0.offset, $0.element) })
+        try await fixture.queue.stageShards(campaign: fixture.campaign, launch: "b", shards: second.enumerated().map { ($0.offset, $0.element) })
+        #expect(try await fixture.queue.descriptor(campaign: fixture.campaign) == nil, "staging publishes nothing")
+        // A launch whose staging is incomplete publishes nothing.
+        await #expect(throws: RedisError.self) {
+            try await fixture.queue.publish(fixture.descriptor(shardCount: 3, totalTokens: 6), launch: "b")
+        }
+        #expect(try await fixture.queue.descriptor(campaign: fixture.campaign) == nil)
+
+        #expect(try await fixture.queue.publish(fixture.descriptor(shardCount: 2, totalTokens: 5), launch: "a"))
+        #expect(try await fixture.queue.publish(fixture.descriptor(shardCount: 2, totalTokens: 5), launch: "b") == false)
+        try await fixture.queue.discardStaged(campaign: fixture.campaign, launch: "b", shardCount: 2)
+        #expect(try await fixture.keys() == ["pf:{\(fixture.id)}:meta", "pf:{\(fixture.id)}:pending", "pf:{\(fixture.id)}:s:0", "pf:{\(fixture.id)}:s:1"])
+        #expect(try await fixture.queue.activeCampaigns(topic: fixture.topic, environment: "sandbox").contains(fixture.campaign))
+        let lease = try #require(try await fixture.queue.claim(campaign: fixture.campaign, worker: "w", leaseMilliseconds: 30_000))
+        #expect(try await fixture.queue.read(lease, from: 0, count: 10) == first[lease.shard])
+        try await fixture.queue.discard(campaign: fixture.campaign, shardCount: 2)
+        try await fixture.shutdown()
+    }
 }

@@ -1,0 +1,69 @@
+import APNSMockServer
+import Foundation
+import PushFleetTestSupport
+import Testing
+
+/// The control plane's own servers going away mid-campaign, over HTTP/2. Every `pushfleet`
+/// process reaches the server through an ``OutageProxy`` that cuts every connection and refuses new
+/// ones while the outage lasts; the test reads `status` directly.
+extension PipelineTests {
+    /// Postgres holds the state: a cancel that Redis never heard (it was down) reaches the workers
+    /// once Redis is back, and the campaign ends cancelled instead of being sent in full.
+    @Test func aCancelWhileRedisIsDownStopsTheWorkersOnceRedisIsBack() async throws {
+        let direct = try await PipelineFixture.start(count: 100_000)
+        defer { Task { await direct.stop() } }
+        let proxy = try await OutageProxy.start(port: try PipelineFixture.port(of: direct.redisURL))
+        defer { Task { await proxy.stop() } }
+        let fixture = direct.through(redis: proxy)
+        let coordinator = try fixture.startCoordinator()
+        let workers = try (0..<2).map { _ in try fixture.startHTTP2Worker(.providerToken) }
+        let id = try await fixture.launch(protocol: "http2")
+        _ = try await direct.waitForStatus(id) { ($0["accepted"] as? Int ?? 0) >= 5_000 }
+
+        proxy.cut()
+        let cancel = try await PushFleetProcess.run(["campaign", "cancel", id.uuidString] + fixture.stateArguments)
+        #expect(cancel.status == 0, "the cancel is recorded in Postgres even while Redis is down: \(cancel.error)")
+        #expect(try await direct.status(id)["state"] as? String == "cancelled")
+        try await Task.sleep(for: .seconds(3))
+        proxy.restore()
+
+        let status = try await direct.waitForStatus(id, limit: .seconds(300)) { ($0["pending"] as? Int) == 0 }
+        let accepted = try #require(status["accepted"] as? Int)
+        let rejected = (status["rejected"] as? [String: Int] ?? [:]).values.reduce(0, +)
+        let cancelled = try #require(status["cancelled"] as? Int)
+        #expect(status["state"] as? String == "cancelled")
+        #expect(accepted + rejected + cancelled == direct.tokens.count)
+        // Nothing goes out once it is settled, and far from everything went out before.
+        let delivered = direct.mock.ledger.snapshot().distinctTokens
+        try await Task.sleep(for: .seconds(2))
+        #expect(direct.mock.ledger.snapshot().distinctTokens == delivered, "workers still sending after the cancel was settled")
+        #expect(delivered < direct.tokens.count / 2, "the workers sent on after the cancel: \(delivered) of \(direct.tokens.count)")
+        #expect(cancelled > 0)
+        await stopAll(workers + [coordinator])
+    }
+
+    /// Postgres stopped for 10 s: workers go on (they need only Redis), the coordinator loses its
+    /// leadership and its rounds fail, and once Postgres is back it leads again and folds what
+    /// waited in Redis. The campaign completes exactly.
+    @Test func postgresStoppedForTenSecondsMidCampaignLosesNothing() async throws {
+        let direct = try await PipelineFixture.start(count: 100_000)
+        defer { Task { await direct.stop() } }
+        let proxy = try await OutageProxy.start(port: try PipelineFixture.port(of: direct.postgresURL))
+        defer { Task { await proxy.stop() } }
+        let fixture = direct.through(postgres: proxy)
+        let coordinator = try fixture.startCoordinator()
+        let workers = try (0..<2).map { _ in try fixture.startHTTP2Worker(.providerToken) }
+        let id = try await fixture.launch(protocol: "http2")
+        _ = try await direct.waitForStatus(id) { ($0["accepted"] as? Int ?? 0) >= 5_000 }
+
+        proxy.cut()
+        try await Task.sleep(for: .seconds(10))
+        proxy.restore()
+
+        let status = try await direct.waitForCompletion(id, limit: .seconds(900))
+        let resent = try #require(status["resent"] as? Int)
+        direct.expectReconciled(status, duplicatesAllowed: resent, http2: true)
+        #expect(status["accepted"] as? Int == direct.mock.ledger.snapshot().distinctTokens)
+        await stopAll(workers + [coordinator])
+    }
+}
