@@ -134,8 +134,12 @@ import Testing
         #expect(outcome.rejected.isEmpty)
         let snapshot = fixture.ledger.snapshot()
         #expect((snapshot.closes["shutdown"] ?? 0) >= 10)
-        // Status 10 names the last accepted notification: nothing is delivered twice.
-        #expect(snapshot.accepted == Self.tokenCount)
+        // Status 10 names the last accepted notification: nothing it proved is sent again. But the
+        // gateway closes with frames still unread, and on a loaded machine the sender has been
+        // seen to meet the end of the connection without the error response (once in a full
+        // suite: 1,000 duplicates, one window): it must then treat the close as silent and
+        // re-send its unproven window. Duplicates come only from those.
+        #expect(snapshot.accepted - Self.tokenCount <= outcome.statistics.framesResentAfterSilentClose)
         #expect(snapshot.distinctTokens == Self.tokenCount)
         #expect(outcome.accepted.count == Self.tokenCount)
         #expect(outcome.accepted.values.count { $0 != 1 } == 0)
