@@ -1,5 +1,6 @@
 import NIOCore
 import NIOHTTP1
+import PushFleetCore
 
 /// The simulator's admin endpoint on plain HTTP: `GET /stats` returns the ledger as JSON,
 /// `POST /reset` (or `GET /reset`) clears the ledger and the feedback list, `POST /outage?status=503`
@@ -57,7 +58,8 @@ final class AdminHTTPHandler: ChannelInboundHandler {
         case (.POST, "/outage"):
             let status = query.split(separator: "&").first { $0.hasPrefix("status=") }.flatMap { Int($0.dropFirst("status=".count)) }
             guard let status, self.outage.set(status) else {
-                return (.badRequest, "{\"error\":\"POST /outage needs status=429, 500 or 503, got \\\"\(query)\\\"\"}\n")
+                let error = JSONValue.object([("error", .string("POST /outage needs status=429, 500 or 503, got \"\(query)\""))])
+                return (.badRequest, String(decoding: error.compactUTF8, as: UTF8.self) + "\n")
             }
             return (.ok, "{\"outage\":\(status)}\n")
         case (.DELETE, "/outage"):

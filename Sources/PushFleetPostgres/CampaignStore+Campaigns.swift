@@ -100,8 +100,7 @@ extension CampaignStore {
     /// campaign, at most `maximum`. An operator's pause, resume or cancel clears the timer.
     /// - Returns: when it resumes, or nil if the campaign was not running.
     public func pauseForOutage(_ id: UUID, reason: String, delay: Duration, maximum: Duration) async throws -> Date? {
-        let base = Double(delay.components.seconds) + Double(delay.components.attoseconds) / 1e18
-        let cap = Double(maximum.components.seconds) + Double(maximum.components.attoseconds) / 1e18
+        let (base, cap) = (delay / .seconds(1), maximum / .seconds(1))
         return try await self.withConnection("pause campaign \(id) for an APNs outage") { connection in
             let rows = try await connection.query(
                 """

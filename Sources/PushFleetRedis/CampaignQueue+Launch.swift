@@ -87,11 +87,7 @@ extension CampaignQueue {
     public func discardStaged(campaign: UUID, launch: String, shardCount: Int) async throws {
         let keys = CampaignKeys(campaign)
         let staged = (0..<max(0, shardCount)).map { keys.staged($0, launch: launch) }
-        try await self.client.withConnection { connection in
-            for start in stride(from: 0, to: staged.count, by: 1_000) {
-                _ = try connection.checkedCommand([Array("UNLINK".utf8)] + staged[start..<min(start + 1_000, staged.count)])
-            }
-        }
+        try await self.client.withConnection { connection in try CampaignQueue.delete(staged, on: connection) }
     }
 
     /// Deletes everything launch wrote for a campaign that will not run (a failed or abandoned

@@ -36,9 +36,14 @@ public struct CampaignQueue: Sendable {
         } else {
             doomed += try self.scan(keys.pattern, on: connection)
         }
+        try self.delete(doomed, on: connection)
+    }
+
+    /// Deletes `keys`, ``batchSize`` per `DEL`, in one pipeline.
+    static func delete(_ keys: [[UInt8]], on connection: RedisConnection) throws(RedisError) {
         var commands: [[[UInt8]]] = []
-        for start in stride(from: 0, to: doomed.count, by: Self.batchSize) {
-            commands.append([Array("DEL".utf8)] + doomed[start..<min(start + Self.batchSize, doomed.count)])
+        for start in stride(from: 0, to: keys.count, by: Self.batchSize) {
+            commands.append([Array("DEL".utf8)] + keys[start..<min(start + Self.batchSize, keys.count)])
         }
         _ = try connection.checkedPipeline(commands)
     }

@@ -10,6 +10,19 @@ enum CampaignScripts {
         local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
         """
 
+    /// Writes the meta hash (KEYS[1]) from ARGV[2…] and fills pending (KEYS[2]) with the shard ids
+    /// `0..<ARGV[1]`, 1,000 per `RPUSH`.
+    static let writeMetaAndPending = """
+        redis.call('HSET', KEYS[1], unpack(ARGV, 2))
+        redis.call('DEL', KEYS[2])
+        local batch = {}
+        for sid = 0, tonumber(ARGV[1]) - 1 do
+          batch[#batch + 1] = sid
+          if #batch == 1000 then redis.call('RPUSH', KEYS[2], unpack(batch)); batch = {} end
+        end
+        if #batch > 0 then redis.call('RPUSH', KEYS[2], unpack(batch)) end
+        """
+
     /// Publishes a campaign staged by one launch, in one step: unless the campaign is published
     /// already, renames each staged shard list into place, writes the meta hash and fills pending.
     ///
@@ -24,14 +37,7 @@ enum CampaignScripts {
           if redis.call('EXISTS', KEYS[2 + i]) == 0 then return -1 end
         end
         for i = 1, n do redis.call('RENAME', KEYS[2 + i], KEYS[2 + n + i]) end
-        redis.call('HSET', KEYS[1], unpack(ARGV, 2))
-        redis.call('DEL', KEYS[2])
-        local batch = {}
-        for sid = 0, n - 1 do
-          batch[#batch + 1] = sid
-          if #batch == 1000 then redis.call('RPUSH', KEYS[2], unpack(batch)); batch = {} end
-        end
-        if #batch > 0 then redis.call('RPUSH', KEYS[2], unpack(batch)) end
+        \(writeMetaAndPending)
         return 1
         """
     )
@@ -44,14 +50,7 @@ enum CampaignScripts {
     static let publish = RedisScript(
         """
         if redis.call('EXISTS', KEYS[1]) == 1 then return 0 end
-        redis.call('HSET', KEYS[1], unpack(ARGV, 2))
-        redis.call('DEL', KEYS[2])
-        local batch = {}
-        for sid = 0, tonumber(ARGV[1]) - 1 do
-          batch[#batch + 1] = sid
-          if #batch == 1000 then redis.call('RPUSH', KEYS[2], unpack(batch)); batch = {} end
-        end
-        if #batch > 0 then redis.call('RPUSH', KEYS[2], unpack(batch)) end
+        \(writeMetaAndPending)
         return 1
         """
     )

@@ -105,7 +105,6 @@ extension ShardRun {
         private var unsavedRejections: [Rejection] = []
         /// Positions below this may have been written (the feeder says so before it sends).
         private var handedUpTo: Int
-        private var fedUpTo: Int
         private var feedEnded = false
         /// Positions handed over without an outcome when the run gave up: reported as re-sent.
         private var extraResent = 0
@@ -133,7 +132,6 @@ extension ShardRun {
             self.answers = Array(repeating: .none, count: max(0, lease.tokenCount - lease.cursor))
             self.lowWater = lease.cursor
             self.handedUpTo = lease.cursor
-            self.fedUpTo = lease.cursor
             self.lastCheckpoint = now
             self.checkpointSentAt = now
             self.lastConfirmed = now
@@ -170,10 +168,10 @@ extension ShardRun {
             return self.next(now: now)
         }
 
-        /// The feeder handed positions below `upTo` to the channel.
+        /// The feeder handed positions below `upTo` to the channel (``handing(upTo:now:)`` already
+        /// counted them): a moment to act, nothing to record.
         mutating func fed(upTo: Int, now: ContinuousClock.Instant) -> Action {
-            self.fedUpTo = max(self.fedUpTo, upTo)
-            return self.next(now: now)
+            self.next(now: now)
         }
 
         /// The feeder stopped: the shard is fully fed, or it was told to stop.
@@ -327,9 +325,12 @@ extension ShardRun {
             }
         }
 
-        /// Settled positions above the mark: the next holder sends them again.
-        private var settledAboveMark: Int {
-            self.answers[(self.lowWater - self.start)...].count { $0 == .settled }
+        /// Handed-over positions above the mark that may have reached APNs (no answer yet, or an
+        /// outcome held above the mark): the next holder sends them again. Deferred and withdrawn
+        /// ones were not delivered.
+        private var possiblyDeliveredAboveMark: Int {
+            let handed = (self.lowWater - self.start)..<max(self.lowWater - self.start, self.handedUpTo - self.start)
+            return self.answers[handed].count { $0 == .none || $0 == .settled }
         }
 
         private mutating func count(_ rejection: Rejection?) {
@@ -366,25 +367,18 @@ extension ShardRun {
             guard due || finished || drained || outOfTime else { return .none }
             let closing: Ending? = finished ? .completed : drained ? .released : outOfTime ? .abandoned : nil
             self.phase = .checkpointing(closing: closing)
-            if closing == .released && !self.tailCounted {
-                // Outcomes above a deferred position are dropped with the release: those tokens go
-                // out again after the resume.
+            if (closing == .released || closing == .abandoned) && !self.tailCounted {
+                // The shard goes back at the mark: what lies above it and may have reached APNs
+                // goes out again, and is counted as re-sent now. Released, that is only outcomes
+                // held above a deferred or withdrawn position; abandoned, also what never got an
+                // answer.
                 self.tailCounted = true
-                self.extraResent = self.settledAboveMark
+                self.extraResent = self.possiblyDeliveredAboveMark
             }
-            if closing == .abandoned && !self.tailCounted {
-                // Some outcomes of [lowWater, handedUpTo) never came: stop writing before anyone
-                // else can claim the shard, and count as re-sent what may have reached APNs there
-                // (unanswered, or settled above the mark).
-                self.tailCounted = true
-                let handed = (self.lowWater - self.start)..<max(self.lowWater - self.start, self.handedUpTo - self.start)
-                self.extraResent = self.answers[handed].count { $0 == .none || $0 == .settled }
-            }
-            if closing == .abandoned {
-                if !self.channelHalted {
-                    self.channelHalted = true
-                    return .haltChannel
-                }
+            if closing == .abandoned && !self.channelHalted {
+                // Stop writing before anyone else can claim the shard.
+                self.channelHalted = true
+                return .haltChannel
             }
             return self.prepareCheckpoint(closing: closing, now: now)
         }
