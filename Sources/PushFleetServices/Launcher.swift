@@ -129,40 +129,50 @@ public struct Launcher: Sendable {
         }
 
         let total = shardCounts.reduce(0, +)
-        let result = Result(id: id, total: total, duplicatesDropped: duplicates, shardCount: shardCounts.count, created: true)
+        let campaign = NewCampaign(
+            id: id, topic: request.topic, environment: request.environment, payload: request.payload.bytes,
+            pushType: request.pushType, priority: request.priority, expiration: request.expiration,
+            collapseID: request.collapseID, shardSize: request.shardSize, shardTokenCounts: shardCounts,
+            totalTokens: total, duplicatesDropped: duplicates
+        )
+        let used: Bool
         do {
-            if let existing, existing.total != total || existing.shardCount != shardCounts.count {
-                throw LaunchError.audienceDiffers(id, recorded: existing.total, read: total)
-            }
-            if existing == nil {
-                let created = try await self.store.createCampaign(
-                    NewCampaign(
-                        id: id, topic: request.topic, environment: request.environment, payload: request.payload.bytes,
-                        pushType: request.pushType, priority: request.priority, expiration: request.expiration,
-                        collapseID: request.collapseID, shardSize: request.shardSize, shardTokenCounts: shardCounts,
-                        totalTokens: total, duplicatesDropped: duplicates
-                    )
-                )
-                if !created {
-                    // Another launch of the same id recorded it first; it publishes its own shards.
-                    try? await self.queue.discardStaged(campaign: id, launch: launch, shardCount: shardCounts.count)
-                    return Result(id: id, total: total, duplicatesDropped: duplicates, shardCount: shardCounts.count, created: false)
-                }
-            }
-            let publishedNow = try await self.queue.publish(
-                CampaignDescriptor(
-                    id: id, topic: request.topic, environment: request.environment, payload: request.payload.bytes,
-                    pushType: request.pushType, priority: request.priority, expiration: request.expiration,
-                    collapseID: request.collapseID, shardCount: shardCounts.count, totalTokens: total, status: .running
-                ),
-                launch: launch
-            )
-            if !publishedNow { try? await self.queue.discardStaged(campaign: id, launch: launch, shardCount: shardCounts.count) }
+            used = try await self.recordAndPublish(campaign, existing: existing, launch: launch)
         } catch {
             try? await self.queue.discardStaged(campaign: id, launch: launch, shardCount: shardCounts.count)
             throw error
         }
+        guard used else {
+            // Another launch of the same id recorded or published it first, with its own shards;
+            // that launch (or the coordinator) marks it running.
+            try? await self.queue.discardStaged(campaign: id, launch: launch, shardCount: shardCounts.count)
+            return Result(id: id, total: total, duplicatesDropped: duplicates, shardCount: shardCounts.count, created: false)
+        }
         _ = try await self.store.setState(id, to: .running, from: [.pending])
-        return result
+        return Result(id: id, total: total, duplicatesDropped: duplicates, shardCount: shardCounts.count, created: true)
+    }
+
+    /// Records the staged campaign in Postgres (unless a pending row of an earlier launch is there)
+    /// and publishes this launch's staged shards.
+    /// - Returns: whether this launch's shards became the campaign; false when another launch of
+    ///   the same id recorded or published it first.
+    /// - Throws: ``LaunchError`` when a pending row records another audience.
+    private func recordAndPublish(_ campaign: NewCampaign, existing: CampaignRecord?, launch: String) async throws -> Bool {
+        if let existing {
+            guard existing.total == campaign.totalTokens, existing.shardCount == campaign.shardTokenCounts.count else {
+                throw LaunchError.audienceDiffers(campaign.id, recorded: existing.total, read: campaign.totalTokens)
+            }
+        } else if try await !self.store.createCampaign(campaign) {
+            return false
+        }
+        return try await self.queue.publish(
+            CampaignDescriptor(
+                id: campaign.id, topic: campaign.topic, environment: campaign.environment, payload: campaign.payload,
+                pushType: campaign.pushType, priority: campaign.priority, expiration: campaign.expiration,
+                collapseID: campaign.collapseID, shardCount: campaign.shardTokenCounts.count, totalTokens: campaign.totalTokens,
+                status: .running
+            ),
+            launch: launch
+        )
     }
 }
