@@ -115,6 +115,11 @@ struct PipelineFixture {
         )
     }
 
+    /// Starts a worker of `protocol` (`binary`, or `http2` with provider-token auth) with its defaults here.
+    func startWorker(protocol: String) throws -> PushFleetProcess {
+        `protocol` == "http2" ? try self.startHTTP2Worker(.providerToken) : try self.startWorker()
+    }
+
     func startCoordinator(_ extra: [String] = []) throws -> PushFleetProcess {
         try PushFleetProcess(
             ["coordinator", "--interval-ms", "200", "--feedback-endpoint", "127.0.0.1:\(self.mock.ports.feedback!)",

@@ -3,21 +3,22 @@ import Foundation
 import PushFleetTestSupport
 import Testing
 
-/// The control plane's own servers going away mid-campaign, over HTTP/2. Every `pushfleet`
+/// The control plane's own servers going away mid-campaign, over both protocols. Every `pushfleet`
 /// process reaches the server through an ``OutageProxy`` that cuts every connection and refuses new
 /// ones while the outage lasts; the test reads `status` directly.
 extension PipelineTests {
     /// Postgres holds the state: a cancel that Redis never heard (it was down) reaches the workers
     /// once Redis is back, and the campaign ends cancelled instead of being sent in full.
-    @Test func aCancelWhileRedisIsDownStopsTheWorkersOnceRedisIsBack() async throws {
-        let direct = try await PipelineFixture.start(count: 100_000)
+    @Test(arguments: ["binary", "http2"])
+    func aCancelWhileRedisIsDownStopsTheWorkersOnceRedisIsBack(protocol: String) async throws {
+        let direct = try await PipelineFixture.start(count: 200_000)
         defer { Task { await direct.stop() } }
         let proxy = try await OutageProxy.start(port: try PipelineFixture.port(of: direct.redisURL))
         defer { Task { await proxy.stop() } }
         let fixture = direct.through(redis: proxy)
         let coordinator = try fixture.startCoordinator()
-        let workers = try (0..<2).map { _ in try fixture.startHTTP2Worker(.providerToken) }
-        let id = try await fixture.launch(protocol: "http2")
+        let workers = try (0..<2).map { _ in try fixture.startWorker(protocol: `protocol`) }
+        let id = try await fixture.launch(protocol: `protocol`)
         _ = try await direct.waitForStatus(id) { ($0["accepted"] as? Int ?? 0) >= 5_000 }
 
         proxy.cut()
@@ -45,15 +46,16 @@ extension PipelineTests {
     /// Postgres stopped for 10 s: workers go on (they need only Redis), the coordinator loses its
     /// leadership and its rounds fail, and once Postgres is back it leads again and folds what
     /// waited in Redis. The campaign completes exactly.
-    @Test func postgresStoppedForTenSecondsMidCampaignLosesNothing() async throws {
+    @Test(arguments: ["binary", "http2"])
+    func postgresStoppedForTenSecondsMidCampaignLosesNothing(protocol: String) async throws {
         let direct = try await PipelineFixture.start(count: 100_000)
         defer { Task { await direct.stop() } }
         let proxy = try await OutageProxy.start(port: try PipelineFixture.port(of: direct.postgresURL))
         defer { Task { await proxy.stop() } }
         let fixture = direct.through(postgres: proxy)
         let coordinator = try fixture.startCoordinator()
-        let workers = try (0..<2).map { _ in try fixture.startHTTP2Worker(.providerToken) }
-        let id = try await fixture.launch(protocol: "http2")
+        let workers = try (0..<2).map { _ in try fixture.startWorker(protocol: `protocol`) }
+        let id = try await fixture.launch(protocol: `protocol`)
         _ = try await direct.waitForStatus(id) { ($0["accepted"] as? Int ?? 0) >= 5_000 }
 
         proxy.cut()
@@ -62,7 +64,7 @@ extension PipelineTests {
 
         let status = try await direct.waitForCompletion(id, limit: .seconds(900))
         let resent = try #require(status["resent"] as? Int)
-        direct.expectReconciled(status, duplicatesAllowed: resent, http2: true)
+        direct.expectReconciled(status, duplicatesAllowed: resent, http2: `protocol` == "http2")
         #expect(status["accepted"] as? Int == direct.mock.ledger.snapshot().distinctTokens)
         await stopAll(workers + [coordinator])
     }
