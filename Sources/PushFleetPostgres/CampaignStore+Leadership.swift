@@ -19,21 +19,37 @@ extension CampaignStore {
         named name: String = CampaignStore.coordinatorLock, _ body: @Sendable () async throws -> T
     ) async throws -> T? {
         let key = Self.lockKey(name)
-        return try await self.withDedicatedConnection("take the leadership lock \(name)") { connection -> T? in
-            let rows = try await connection.query("SELECT pg_try_advisory_lock(\(key))", logger: self.logger)
-            var acquired = false
-            for try await granted in rows.decode(Bool.self) { acquired = granted }
-            guard acquired else { return nil }
+        let operation = "take the leadership lock \(name)"
+        // Connecting and locking may be given up on (see `abandoning`); the leader's body may not,
+        // since it must not outlive this call, so it runs outside.
+        let locked = try await self.abandoning(operation, discard: { connection in try? await connection?.close() }) { watched -> PostgresConnection? in
+            let connection = try await self.connect(operation)
+            watched.watch(connection)
             do {
-                let result = try await self.lead(on: connection, body)
-                await self.unlock(key, on: connection)
-                return result
-            } catch let error as PostgresStoreError where error.code == .leadershipLost {
-                throw error  // the connection is gone or mute: closing it is all that is left
+                let rows = try await connection.query("SELECT pg_try_advisory_lock(\(key))", logger: self.logger)
+                var acquired = false
+                for try await granted in rows.decode(Bool.self) { acquired = granted }
+                if acquired { return connection }
+                try? await connection.close()
+                return nil
             } catch {
-                await self.unlock(key, on: connection)
-                throw error
+                try? await connection.close()
+                throw self.storeError(error, operation)
             }
+        }
+        guard let connection = locked else { return nil }
+        do {
+            let result = try await self.lead(on: connection, body)
+            await self.unlock(key, on: connection)
+            try? await connection.close()
+            return result
+        } catch let error as PostgresStoreError where error.code == .leadershipLost {
+            try? await connection.close()  // the connection is gone or mute: closing it is all that is left
+            throw error
+        } catch {
+            await self.unlock(key, on: connection)
+            try? await connection.close()
+            throw self.storeError(error, operation)
         }
     }
 

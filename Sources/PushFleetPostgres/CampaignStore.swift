@@ -43,11 +43,18 @@ public final class CampaignStore: Sendable {
     // MARK: - Connections
 
     /// Runs `body` on a pooled connection; errors become ``PostgresStoreError``s about `operation`.
+    /// Gives up on `body` when the connection closes under it or the calling task is cancelled (see
+    /// ``abandoning(_:discard:_:)``), so `body` must only use the connection.
     func withConnection<T: Sendable>(
-        _ operation: String, _ body: (PostgresConnection) async throws -> T
+        _ operation: String, _ body: @escaping @Sendable (PostgresConnection) async throws -> T
     ) async throws -> T {
         do {
-            return try await self.client.withConnection { connection in try await body(connection) }
+            return try await self.abandoning(operation) { watched in
+                try await self.client.withConnection { connection in
+                    watched.watch(connection)
+                    return try await body(connection)
+                }
+            }
         } catch {
             throw self.storeError(error, operation)
         }
@@ -56,7 +63,7 @@ public final class CampaignStore: Sendable {
     /// Runs `body` in one transaction on a pooled connection: committed if `body` returns, rolled back
     /// if it throws.
     func withTransaction<T: Sendable>(
-        _ operation: String, _ body: (PostgresConnection) async throws -> T
+        _ operation: String, _ body: @escaping @Sendable (PostgresConnection) async throws -> T
     ) async throws -> T {
         try await self.withConnection(operation) { connection in
             try await self.transaction(on: connection, body)
@@ -75,25 +82,38 @@ public final class CampaignStore: Sendable {
         }
     }
 
-    /// Opens a connection of its own (not from the pool), runs `body`, and closes it.
+    /// Opens a connection of its own (not from the pool), runs `body`, and closes it. Like
+    /// ``withConnection(_:_:)``, gives up on `body` when the connection closes under it or the
+    /// calling task is cancelled.
     func withDedicatedConnection<T: Sendable>(
-        _ operation: String, _ body: (PostgresConnection) async throws -> T
+        _ operation: String, _ body: @escaping @Sendable (PostgresConnection) async throws -> T
     ) async throws -> T {
-        let connection: PostgresConnection
         do {
-            connection = try await PostgresConnection.connect(
+            return try await self.abandoning(operation) { watched in
+                let connection = try await self.connect(operation)
+                watched.watch(connection)
+                do {
+                    let value = try await body(connection)
+                    try? await connection.close()
+                    return value
+                } catch {
+                    try? await connection.close()
+                    throw error
+                }
+            }
+        } catch {
+            throw self.storeError(error, operation)
+        }
+    }
+
+    /// A new connection of its own (not from the pool); the caller closes it.
+    func connect(_ operation: String) async throws -> PostgresConnection {
+        do {
+            return try await PostgresConnection.connect(
                 configuration: try self.connectionConfiguration(), id: Int.random(in: 1_000_000...Int.max), logger: self.logger
             )
         } catch {
             throw self.storeError(error, operation, connecting: true)
-        }
-        do {
-            let value = try await body(connection)
-            try? await connection.close()
-            return value
-        } catch {
-            try? await connection.close()
-            throw self.storeError(error, operation)
         }
     }
 

@@ -186,8 +186,18 @@ struct PipelineFixture {
     }
 }
 
-/// Stops `processes` with SIGTERM and waits for each.
+/// Stops `processes` with SIGTERM and waits for each. One still running 60 s later is a failure
+/// (a drain must end): it is recorded with the end of its log, and killed, so a stuck process
+/// fails the test instead of hanging the suite.
 func stopAll(_ processes: [PushFleetProcess]) async {
     for process in processes { process.signal(SIGTERM) }
-    for process in processes { await process.wait() }
+    let deadline = ContinuousClock.now + .seconds(60)
+    for process in processes {
+        while process.isRunning && ContinuousClock.now < deadline { try? await Task.sleep(for: .milliseconds(100)) }
+        if process.isRunning {
+            Issue.record("`pushfleet \(process.arguments.prefix(1).joined())` did not exit within 60 s of SIGTERM; its log ends:\n\(process.standardError.suffix(4_000))")
+            process.signal(SIGKILL)
+        }
+        await process.wait()
+    }
 }

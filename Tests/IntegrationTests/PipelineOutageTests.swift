@@ -63,6 +63,9 @@ extension PipelineTests {
         proxy.restore()
 
         let status = try await direct.waitForCompletion(id, limit: .seconds(900))
+        if status["state"] as? String != "completed" {
+            Issue.record("the coordinator's log ends:\n\(coordinator.standardError.suffix(4_000))")
+        }
         let resent = try #require(status["resent"] as? Int)
         direct.expectReconciled(status, duplicatesAllowed: resent, http2: `protocol` == "http2")
         #expect(status["accepted"] as? Int == direct.mock.ledger.snapshot().distinctTokens)

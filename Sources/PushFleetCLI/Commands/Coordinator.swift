@@ -56,10 +56,13 @@ struct Coordinator: AsyncParsableCommand {
             outageResumeDelay: .milliseconds(Int(self.outageResumeS * 1000)), outageResumeMaximum: .seconds(max(600, Int(self.outageResumeS)))
         )
         let drain = DrainSignal()
-        let signals = Task { try await Signals.waitForTermination(); drain.trigger() }
-        defer { signals.cancel() }
-        try await self.state.withState(logger: logger) { queue, store in
-            await CoordinatorService(configuration: configuration, queue: queue, store: store, logger: logger).run(until: drain)
+        let state = self.state
+        // A round ends within a few seconds; one that does not is stuck, and the coordinator's state
+        // is all in Redis and Postgres, so nothing is lost by cutting it short.
+        try await Signals.draining(drain, grace: .seconds(10), logger: logger) {
+            try await state.withState(logger: logger) { queue, store in
+                await CoordinatorService(configuration: configuration, queue: queue, store: store, logger: logger).run(until: drain)
+            }
         }
     }
 }

@@ -2,6 +2,8 @@
 import Glibc
 #endif
 import Dispatch
+import Logging
+import PushFleetServices
 
 /// Waiting for SIGTERM or SIGINT.
 enum Signals {
@@ -19,6 +21,27 @@ enum Signals {
                 Self.keep.append(source)
             }
         }
+    }
+
+    /// Runs `body` until it returns. On SIGTERM or SIGINT, triggers `drain`; if `body` is still
+    /// running `grace` later, cancels it; if it still runs another `grace` later (an await that
+    /// ignores cancellation), logs that and exits with status 1, as an orchestrator's SIGKILL would.
+    static func draining<T: Sendable>(
+        _ drain: DrainSignal, grace: Duration, logger: Logger, _ body: @escaping @Sendable () async throws -> T
+    ) async throws -> T {
+        let work = Task { try await body() }
+        let signals = Task {
+            try await Self.waitForTermination()
+            drain.trigger()
+            try await Task.sleep(for: grace)
+            logger.warning("still draining \(grace) after SIGTERM; cancelling")
+            work.cancel()
+            try await Task.sleep(for: grace)
+            logger.error("did not stop \(grace * 2) after SIGTERM; exiting")
+            exit(1)
+        }
+        defer { signals.cancel() }
+        return try await work.value
     }
 
     // Signal sources live as long as the process.
