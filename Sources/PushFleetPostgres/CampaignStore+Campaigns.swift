@@ -176,10 +176,11 @@ extension CampaignStore {
         }
     }
 
-    /// Records that a finished campaign's Redis keys were removed.
+    /// Records that a finished campaign's Redis keys were removed, and deletes its stored tokens.
     public func markQueueRemoved(_ id: UUID) async throws {
-        try await self.withConnection("record the cleanup of campaign \(id)") { connection in
+        try await self.withTransaction("record the cleanup of campaign \(id)") { connection in
             _ = try await connection.query("UPDATE campaigns SET queue_removed = true WHERE campaign_id = \(id)", logger: self.logger)
+            _ = try await connection.query("DELETE FROM campaign_shard_tokens WHERE campaign_id = \(id)", logger: self.logger)
         }
     }
 

@@ -12,7 +12,30 @@ enum Schema {
     /// Key of the transaction-scoped advisory lock that serializes concurrent migrations.
     static let migrationLockKey: Int64 = 0x5055_5348_4D49_4752  // "PUSHMIGR"
 
-    static var migrations: [Migration] { [version1, version2, version3, version4] }
+    static var migrations: [Migration] { [version1, version2, version3, version4, version5] }
+
+    private static var version5: Migration {
+        Migration(version: 5, name: "durable shard tokens", statements: [
+            // Each shard's tokens as one launch read them (a length byte, then the token's bytes,
+            // for every token): the durable copy of a campaign's audience beside Redis' queue. Keyed
+            // by launch, so concurrent launches of one id never overwrite each other; the campaign
+            // row names the launch whose shards it has.
+            """
+            CREATE TABLE campaign_shard_tokens (
+                campaign_id uuid NOT NULL,
+                launch      text NOT NULL,
+                shard       integer NOT NULL,
+                tokens      bytea NOT NULL,
+                created_at  timestamptz NOT NULL DEFAULT now(),
+                PRIMARY KEY (campaign_id, launch, shard)
+            )
+            """,
+            // Random bytes do not compress: store them out of line without trying.
+            "ALTER TABLE campaign_shard_tokens ALTER COLUMN tokens SET STORAGE EXTERNAL",
+            "CREATE INDEX campaign_shard_tokens_created ON campaign_shard_tokens (created_at)",
+            "ALTER TABLE campaigns ADD COLUMN launch text",
+        ])
+    }
 
     private static var version4: Migration {
         Migration(version: 4, name: "resume after an APNs outage", statements: [

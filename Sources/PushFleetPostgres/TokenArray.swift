@@ -14,16 +14,24 @@ struct TokenArray: PostgresNonThrowingEncodable, PostgresDynamicTypeEncodable {
     /// The binary array format: dimensions, has-nulls flag, element type, then for the one dimension
     /// its length and lower bound, then each element as a length-prefixed value.
     func encode<JSONEncoder: PostgresJSONEncoder>(into buffer: inout ByteBuffer, context: PostgresEncodingContext<JSONEncoder>) {
-        buffer.writeInteger(self.tokens.isEmpty ? 0 : 1, as: Int32.self)
-        buffer.writeInteger(0, as: Int32.self)
-        buffer.writeInteger(PostgresDataType.bytea.rawValue)
-        guard !self.tokens.isEmpty else { return }
-        buffer.writeInteger(Int32(self.tokens.count))
-        buffer.writeInteger(1, as: Int32.self)
+        buffer.writeByteaArrayHeader(count: self.tokens.count)
         for token in self.tokens {
             buffer.writeInteger(Int32(token.count))
             token.withUnsafeBytes { _ = buffer.writeBytes($0) }
         }
+    }
+}
+
+extension ByteBuffer {
+    /// The head of a one-dimensional `bytea[]` in the binary array format (dimensions, has-nulls
+    /// flag, element type, then the length and lower bound); `count` length-prefixed elements follow.
+    mutating func writeByteaArrayHeader(count: Int) {
+        self.writeInteger(count == 0 ? 0 : 1, as: Int32.self)
+        self.writeInteger(0, as: Int32.self)
+        self.writeInteger(PostgresDataType.bytea.rawValue)
+        guard count > 0 else { return }
+        self.writeInteger(Int32(count))
+        self.writeInteger(1, as: Int32.self)
     }
 }
 

@@ -65,7 +65,7 @@ extension CampaignQueue {
         let active = CampaignKeys.active(topic: descriptor.topic, environment: descriptor.environment)
         let shards = 0..<descriptor.shardCount
         let scriptKeys = [keys.meta, keys.pending] + shards.map { keys.staged($0, launch: launch) } + shards.map { keys.shard($0) }
-        let arguments = [descriptor.shardCount.redisArgument] + descriptor.metaFields
+        let arguments = [descriptor.shardCount.redisArgument] + descriptor.metaFields + [Array("launch".utf8), Array(launch.utf8)]
         let member = Array(descriptor.id.uuidString.lowercased().utf8)
         return try await self.client.withConnection { connection in
             let reply = try connection.checkedEvaluate("publishStaged", CampaignScripts.publishStaged, keys: scriptKeys, arguments: arguments)
@@ -80,6 +80,15 @@ extension CampaignQueue {
             // Ensured either way: a launch that died between the two steps left it out.
             _ = try connection.checkedCommand([Array("SADD".utf8), active, member])
             return outcome == 1
+        }
+    }
+
+    /// The launch whose staged shards became the campaign (``publish(_:launch:)``), or nil when the
+    /// campaign is not in Redis or was published without one.
+    public func launchID(campaign: UUID) async throws -> String? {
+        let keys = CampaignKeys(campaign)
+        return try await self.client.withConnection { connection in
+            try connection.checkedCommand(RedisCommand.arguments("HGET", keys.meta, "launch")).string
         }
     }
 

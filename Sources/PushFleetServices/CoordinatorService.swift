@@ -114,6 +114,7 @@ public final class CoordinatorService: Sendable {
                 if lastPrune.map({ ContinuousClock.now - $0 >= .seconds(600) }) ?? true {
                     lastPrune = .now
                     await self.pruneTokenFailures()
+                    await self.pruneShardTokens()
                 }
             } catch {
                 self.logger.warning("coordinator round failed", metadata: ["error": "\(error)"])
@@ -194,6 +195,9 @@ public final class CoordinatorService: Sendable {
     /// staging (or one that died before publishing, which a re-run launches again): left alone.
     private func adoptIfPublished(_ campaign: CampaignRecord) async throws {
         guard try await self.queue.descriptor(campaign: campaign.id) != nil else { return }
+        if let launch = try await self.queue.launchID(campaign: campaign.id) {
+            try await self.store.recordLaunch(campaign.id, launch: launch)
+        }
         if try await self.store.setState(campaign.id, to: .running, from: [.pending]) {
             self.logger.notice("adopted a campaign whose launch published it but did not finish", metadata: ["campaign": "\(campaign.id)"])
         }
@@ -314,6 +318,16 @@ public final class CoordinatorService: Sendable {
             if deleted > 0 { self.logger.info("pruned token failures", metadata: ["deleted": "\(deleted)", "before": "\(cutoff)"]) }
         } catch {
             self.logger.warning("cannot prune token failures", metadata: ["error": "\(error)"])
+        }
+    }
+
+    /// Deletes stored audiences nobody will read (finished campaigns, launches that lost or died).
+    private func pruneShardTokens() async {
+        do {
+            let deleted = try await self.store.pruneShardTokens()
+            if deleted > 0 { self.logger.info("pruned stored shard tokens", metadata: ["shards": "\(deleted)"]) }
+        } catch {
+            self.logger.warning("cannot prune stored shard tokens", metadata: ["error": "\(error)"])
         }
     }
 

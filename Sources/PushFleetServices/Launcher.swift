@@ -85,10 +85,19 @@ public struct Launcher: Sendable {
         var duplicates = 0
         // One batch of shards is written to Redis (on the client's own thread) while the next is read.
         var writing: Task<Void, any Error>? = nil
-        let queue = self.queue
+        let (queue, store) = (self.queue, self.store)
         func stage(_ shards: [(shard: Int, tokens: [DeviceToken])]) async throws {
             try await writing?.value
-            writing = Task { try await queue.stageShards(campaign: id, launch: launch, shards: shards) }
+            // Redis gets the queue, Postgres the durable copy a lost queue is rebuilt from, at once.
+            writing = Task {
+                async let durable: Void = store.storeShardTokens(campaign: id, launch: launch, shards: shards)
+                try await queue.stageShards(campaign: id, launch: launch, shards: shards)
+                try await durable
+            }
+        }
+        func discard(shardCount: Int) async {
+            try? await queue.discardStaged(campaign: id, launch: launch, shardCount: shardCount)
+            try? await store.discardShardTokens(campaign: id, launch: launch)
         }
         current.reserveCapacity(request.shardSize)
         do {
@@ -124,7 +133,7 @@ public struct Launcher: Sendable {
             try await writing?.value
         } catch {
             _ = try? await writing?.value
-            try? await self.queue.discardStaged(campaign: id, launch: launch, shardCount: shardCounts.count + 1)
+            await discard(shardCount: shardCounts.count + 1)
             throw error
         }
 
@@ -139,15 +148,16 @@ public struct Launcher: Sendable {
         do {
             used = try await self.recordAndPublish(campaign, existing: existing, launch: launch)
         } catch {
-            try? await self.queue.discardStaged(campaign: id, launch: launch, shardCount: shardCounts.count)
+            await discard(shardCount: shardCounts.count)
             throw error
         }
         guard used else {
             // Another launch of the same id recorded or published it first, with its own shards;
             // that launch (or the coordinator) marks it running.
-            try? await self.queue.discardStaged(campaign: id, launch: launch, shardCount: shardCounts.count)
+            await discard(shardCount: shardCounts.count)
             return Result(id: id, total: total, duplicatesDropped: duplicates, shardCount: shardCounts.count, created: false)
         }
+        try await self.store.recordLaunch(id, launch: launch)
         _ = try await self.store.setState(id, to: .running, from: [.pending])
         return Result(id: id, total: total, duplicatesDropped: duplicates, shardCount: shardCounts.count, created: true)
     }

@@ -14,6 +14,7 @@ public final class PushFleetProcess: @unchecked Sendable {
     /// that starts thousands of processes (a status poll every 300 ms) does not run out of file
     /// descriptors, nor make every later `Process.run()` walk thousands of them.
     private let readEnds: [FileHandle]
+    private let buffers: [OutputBuffer]
     public let arguments: [String]
 
     /// The `pushfleet` executable built next to the test bundle.
@@ -46,6 +47,7 @@ public final class PushFleetProcess: @unchecked Sendable {
         let errors = self.errors
         out.fileHandleForReading.readabilityHandler = { output.append($0.availableData) }
         err.fileHandleForReading.readabilityHandler = { errors.append($0.availableData) }
+        self.buffers = [output, errors]
         self.readEnds = [out.fileHandleForReading, err.fileHandleForReading]
         try self.process.run()
     }
@@ -59,8 +61,10 @@ public final class PushFleetProcess: @unchecked Sendable {
     @discardableResult
     public func wait() async -> Int32 {
         while self.process.isRunning { try? await Task.sleep(for: .milliseconds(50)) }
-        // Let the pipes' last bytes arrive, then let go of them.
-        try? await Task.sleep(for: .milliseconds(50))
+        // Let the pipes' last bytes arrive (each pipe reads its end of file once the process has
+        // gone), then let go of them. The limit is for a pipe some child of the process still holds.
+        let deadline = ContinuousClock.now + .seconds(10)
+        while !self.buffers.allSatisfy(\.ended) && ContinuousClock.now < deadline { try? await Task.sleep(for: .milliseconds(10)) }
         self.closeReadEnds()
         return self.process.terminationReason == .uncaughtSignal ? 128 + self.process.terminationStatus : self.process.terminationStatus
     }
@@ -100,10 +104,21 @@ private final class OutputBuffer: @unchecked Sendable {
     private let lock = NSLock()
     private var data = Data()
 
+    private var atEnd = false
+
+    /// Appends what the pipe read; an empty read is its end of file.
     func append(_ chunk: Data) {
         self.lock.lock()
+        if chunk.isEmpty { self.atEnd = true }
         self.data.append(chunk)
         self.lock.unlock()
+    }
+
+    /// Whether the pipe reached its end of file.
+    var ended: Bool {
+        self.lock.lock()
+        defer { self.lock.unlock() }
+        return self.atEnd
     }
 
     var text: String {

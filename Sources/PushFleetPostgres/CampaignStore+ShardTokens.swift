@@ -1,0 +1,131 @@
+public import Foundation
+public import PushFleetCore
+import PostgresNIO
+
+/// The durable copy of each campaign's audience: every shard's tokens as the launch that published
+/// it read them, beside Redis' queue, so that a queue Redis lost can be rebuilt.
+extension CampaignStore {
+    /// Stores shards' tokens as `launch` read them (one row per shard, in one statement). Storing
+    /// a shard again replaces it.
+    public func storeShardTokens(campaign: UUID, launch: String, shards: [(shard: Int, tokens: [DeviceToken])]) async throws {
+        guard !shards.isEmpty else { return }
+        let ids = shards.map(\.shard)
+        let packed = PackedShards(shards.map(\.tokens))
+        try await self.withConnection("store the tokens of \(shards.count) shards of campaign \(campaign)") { connection in
+            try await connection.query(
+                """
+                INSERT INTO campaign_shard_tokens (campaign_id, launch, shard, tokens)
+                SELECT \(campaign), \(launch), u.shard, u.tokens FROM unnest(\(ids), \(packed)) AS u(shard, tokens)
+                ON CONFLICT (campaign_id, launch, shard) DO UPDATE SET tokens = EXCLUDED.tokens
+                """,
+                logger: self.logger
+            )
+        }
+    }
+
+    /// Records that the campaign's shards are those `launch` stored (the launch that published it).
+    public func recordLaunch(_ id: UUID, launch: String) async throws {
+        try await self.withConnection("record the launch of campaign \(id)") { connection in
+            try await connection.query(
+                "UPDATE campaigns SET launch = \(launch) WHERE campaign_id = \(id) AND launch IS DISTINCT FROM \(launch)",
+                logger: self.logger
+            )
+        }
+    }
+
+    /// The tokens of one shard of the campaign, as the launch recorded with ``recordLaunch(_:launch:)``
+    /// stored them; nil when no launch is recorded or the shard is not stored.
+    /// - Throws: ``PostgresStoreError`` with code `queryFailed` when the stored bytes are not packed tokens.
+    public func shardTokens(campaign: UUID, shard: Int) async throws -> [DeviceToken]? {
+        let operation = "read the tokens of shard \(shard) of campaign \(campaign)"
+        let endpoint = self.configuration.endpoint
+        return try await self.withConnection(operation) { connection -> [DeviceToken]? in
+            let rows = try await connection.query(
+                """
+                SELECT t.tokens FROM campaign_shard_tokens t JOIN campaigns c ON c.campaign_id = t.campaign_id AND c.launch = t.launch
+                WHERE t.campaign_id = \(campaign) AND t.shard = \(shard)
+                """,
+                logger: self.logger
+            )
+            for try await bytes in rows.decode(ByteBuffer.self) {
+                guard let tokens = PackedShards.unpack(bytes) else {
+                    throw PostgresStoreError.queryFailed(endpoint, operation, "the stored bytes (\(bytes.readableBytes)) are not packed tokens")
+                }
+                return tokens
+            }
+            return nil
+        }
+    }
+
+    /// Deletes the tokens `launch` stored for the campaign (a launch that failed or lost the race).
+    public func discardShardTokens(campaign: UUID, launch: String) async throws {
+        try await self.withConnection("discard the tokens launch \(launch) stored for campaign \(campaign)") { connection in
+            try await connection.query(
+                "DELETE FROM campaign_shard_tokens WHERE campaign_id = \(campaign) AND launch = \(launch)", logger: self.logger
+            )
+        }
+    }
+
+    /// Deletes stored tokens nobody will read: those of finished campaigns whose queue is removed,
+    /// those of launches that did not become their campaign, and, after `abandonedAfter`, those of
+    /// launches whose campaign was never recorded (killed while reading the audience).
+    /// - Returns: how many shard rows were deleted.
+    public func pruneShardTokens(abandonedAfter age: Duration = .seconds(86_400)) async throws -> Int {
+        let seconds = Double(age.components.seconds)
+        return try await self.withConnection("prune stored shard tokens") { connection in
+            let rows = try await connection.query(
+                """
+                DELETE FROM campaign_shard_tokens t
+                WHERE NOT EXISTS (
+                    SELECT 1 FROM campaigns c
+                    WHERE c.campaign_id = t.campaign_id AND (c.launch IS NULL OR c.launch = t.launch) AND NOT c.queue_removed
+                ) AND (
+                    EXISTS (SELECT 1 FROM campaigns c WHERE c.campaign_id = t.campaign_id)
+                    OR t.created_at < now() - make_interval(secs => \(seconds))
+                )
+                RETURNING 1
+                """,
+                logger: self.logger
+            )
+            var deleted = 0
+            for try await _ in rows { deleted += 1 }
+            return deleted
+        }
+    }
+}
+
+/// Shards bound as one `bytea[]`, each element a shard's tokens packed: for each token a length
+/// byte (1…255), then its bytes. Written straight into the bind buffer.
+struct PackedShards: PostgresNonThrowingEncodable, PostgresDynamicTypeEncodable {
+    let shards: [[DeviceToken]]
+
+    init(_ shards: [[DeviceToken]]) { self.shards = shards }
+
+    static var psqlType: PostgresDataType { .byteaArray }
+    static var psqlFormat: PostgresFormat { .binary }
+
+    func encode<JSONEncoder: PostgresJSONEncoder>(into buffer: inout ByteBuffer, context: PostgresEncodingContext<JSONEncoder>) {
+        buffer.writeByteaArrayHeader(count: self.shards.count)
+        for tokens in self.shards {
+            buffer.writeInteger(Int32(tokens.reduce(0) { $0 + 1 + $1.count }))
+            for token in tokens {
+                buffer.writeInteger(UInt8(token.count))
+                token.withUnsafeBytes { _ = buffer.writeBytes($0) }
+            }
+        }
+    }
+
+    /// The tokens of one packed shard; nil when the bytes are not a packing.
+    static func unpack(_ packed: ByteBuffer) -> [DeviceToken]? {
+        var buffer = packed
+        var tokens: [DeviceToken] = []
+        while let count = buffer.readInteger(as: UInt8.self) {
+            guard count > 0, let token = buffer.readWithUnsafeReadableBytes({ bytes -> (Int, DeviceToken?) in
+                guard bytes.count >= Int(count) else { return (0, nil) }
+                return (Int(count), try? DeviceToken(bytes: UnsafeRawBufferPointer(rebasing: bytes[..<Int(count)])))
+            }) else { return nil }
+            tokens.append(token)
+        }
+        return tokens
+    }
+}

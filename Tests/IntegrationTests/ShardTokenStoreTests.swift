@@ -1,0 +1,66 @@
+import Foundation
+import PushFleetCore
+import PushFleetPostgres
+import PushFleetTestSupport
+import Testing
+
+/// Postgres keeps every campaign's audience beside Redis' queue: each shard as the launch that
+/// published it read it, and nothing of launches that did not.
+@Suite struct ShardTokenStoreTests {
+    /// Tokens of every length APNs may use, 1 to 255 bytes.
+    private static func tokens(_ count: Int, seed: UInt8) throws -> [DeviceToken] {
+        try (0..<count).map { index in
+            let length = [1, 32, 64, 100, 255][index % 5]
+            return try DeviceToken(bytes: (0..<length).map { UInt8(truncatingIfNeeded: $0 &* 31 &+ index &* 7 &+ Int(seed)) })
+        }
+    }
+
+    @Test func theRecordedLaunchsShardsComeBackAndNoOtherLaunchs() async throws {
+        try await PostgresFixture.withStore { store async throws in
+            let campaign = PostgresFixture.campaign(topic: PostgresFixture.topic("shard-tokens"), shards: 2, perShard: 10)
+            #expect(try await store.createCampaign(campaign))
+            let mine = [try Self.tokens(10, seed: 1), try Self.tokens(10, seed: 2)]
+            let theirs = [try Self.tokens(10, seed: 3), try Self.tokens(10, seed: 4)]
+            try await store.storeShardTokens(campaign: campaign.id, launch: "mine", shards: [(0, mine[0]), (1, mine[1])])
+            try await store.storeShardTokens(campaign: campaign.id, launch: "theirs", shards: [(0, theirs[0]), (1, theirs[1])])
+            #expect(try await store.shardTokens(campaign: campaign.id, shard: 0) == nil, "no launch recorded yet")
+
+            try await store.recordLaunch(campaign.id, launch: "mine")
+            #expect(try await store.shardTokens(campaign: campaign.id, shard: 0) == mine[0])
+            #expect(try await store.shardTokens(campaign: campaign.id, shard: 1) == mine[1])
+            #expect(try await store.shardTokens(campaign: campaign.id, shard: 2) == nil)
+
+            // The losing launch's rows go at the next prune; the campaign's stay until its queue is removed.
+            _ = try await store.pruneShardTokens()
+            try await store.recordLaunch(campaign.id, launch: "theirs")
+            #expect(try await store.shardTokens(campaign: campaign.id, shard: 0) == nil, "pruned as another launch's")
+            try await store.recordLaunch(campaign.id, launch: "mine")
+            #expect(try await store.shardTokens(campaign: campaign.id, shard: 1) == mine[1])
+
+            try await store.markQueueRemoved(campaign.id)
+            #expect(try await store.shardTokens(campaign: campaign.id, shard: 1) == nil, "deleted with the queue")
+        }
+    }
+
+    @Test func aLaunchStoresEveryShardAsItQueuedIt() async throws {
+        let redis = try IntegrationEnvironment.redisURL()
+        let postgres = try IntegrationEnvironment.postgresURL()
+        let tokens = (0..<2_345).map { TestTokens.token($0, seed: UInt64.random(in: 1...UInt64.max)) }
+        let file = NSTemporaryDirectory() + "pushfleet-shard-tokens-\(UUID().uuidString).txt"
+        try (tokens.map(\.hexString) + [tokens[7].hexString]).joined(separator: "\n").write(toFile: file, atomically: true, encoding: .utf8)
+        defer { try? FileManager.default.removeItem(atPath: file) }
+        let id = UUID()
+        let launched = try await PushFleetProcess.run(
+            ["launch", "--topic", PostgresFixture.topic("shard-tokens"), "--tokens", file, "--payload", #"{"aps":{"alert":"hi"}}"#,
+             "--shard-size", "1000", "--campaign-id", id.uuidString, "--redis", redis, "--postgres", postgres]
+        )
+        #expect(launched.status == 0, "\(launched.error)")
+        try await PostgresFixture.withStore { store async throws in
+            var stored: [DeviceToken] = []
+            for shard in 0..<3 { stored += try #require(try await store.shardTokens(campaign: id, shard: shard)) }
+            #expect(stored == tokens, "the audience in file order, the duplicate dropped")
+            #expect(try await store.shardTokens(campaign: id, shard: 3) == nil)
+        }
+        _ = try await PushFleetProcess.run(["campaign", "cancel", id.uuidString, "--redis", redis, "--postgres", postgres])
+    }
+}
