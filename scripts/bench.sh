@@ -15,6 +15,8 @@ set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
 # shellcheck source=lib/services.sh
 source scripts/lib/services.sh
+# shellcheck source=lib/harness.sh
+source scripts/lib/harness.sh
 
 tokens=10000000
 workers=2
@@ -37,31 +39,7 @@ done
 [[ "$stale_percent" =~ ^[0-9]+(\.[0-9]+)?$ ]] && awk -v p="$stale_percent" 'BEGIN { exit !(p <= 100) }' ||
     { echo "--stale-percent is a percentage from 0 to 100" >&2; exit 2; }
 
-pf_install_missing
-tmp="$(mktemp -d /tmp/pushfleet-bench.XXXXXX)"
-chmod 755 "$tmp"
-pids=()
-# shellcheck disable=SC2317 # reached through the trap
-cleanup() {
-    for pid in "${pids[@]}"; do kill "$pid" 2>/dev/null || true; done
-    for pid in "${pids[@]}"; do wait "$pid" 2>/dev/null || true; done
-    pf_stop_services
-    rm -rf "$tmp"
-}
-trap cleanup EXIT
-
-# PUSHFLEET_BUILD_PATH picks another build folder (e.g. .build-release, to build beside a test run);
-# PUSHFLEET_BIN measures an already built pushfleet binary instead of building one.
-if [[ -n "${PUSHFLEET_BIN:-}" ]]; then
-    bin="$PUSHFLEET_BIN"
-else
-    build_path="${PUSHFLEET_BUILD_PATH:-.build}"
-    swift build -c release --product pushfleet --scratch-path "$build_path" >&2
-    bin="$PWD/$build_path/release/pushfleet"
-fi
-pf_start_redis "$tmp/redis"
-pf_start_postgres "$tmp/pg"
-bash scripts/make-test-certs.sh "$tmp/certs" >/dev/null
+pf_harness_start bench
 tls=(--ca "$tmp/certs/ca.pem" --cert "$tmp/certs/client.pem" --key "$tmp/certs/client-key.pem")
 redis_port="${PUSHFLEET_REDIS_URL##*:}"
 topic="com.example.bench"
@@ -89,20 +67,15 @@ fi
 invalid_count="$(wc -l <"$tmp/invalid.txt")"
 unregistered_count="$(wc -l <"$tmp/unregistered.txt")"
 
-"$bin" mock-apns --certs "$tmp/certs" --binary-port 0 --feedback-port 0 --admin-port 0 --http2-port 0 --error-delay-ms "$error_delay_ms" \
+pf_start_simulator --error-delay-ms "$error_delay_ms" \
     --provider-key "PFBENCHKEY:PFBENCHTEA:$tmp/certs/auth-key-public.pem" \
-    --invalid-tokens "$tmp/invalid.txt" --unregistered-tokens "$tmp/unregistered.txt" >"$tmp/mock.log" 2>&1 &
-pids+=($!)
-for _ in $(seq 100); do grep -q '^mock-apns binary=' "$tmp/mock.log" && break; sleep 0.1; done
-binary_port="$(sed -n 's/^mock-apns binary=\([0-9]*\).*/\1/p' "$tmp/mock.log")"
-http2_port="$(sed -n 's/^mock-apns .*http2=\([0-9]*\).*/\1/p' "$tmp/mock.log")"
+    --invalid-tokens "$tmp/invalid.txt" --unregistered-tokens "$tmp/unregistered.txt"
 if [[ "$protocol" == binary ]]; then
     sender=(--protocol binary --endpoint "127.0.0.1:$binary_port" "${tls[@]}")
 else
     sender=(--protocol http2 --endpoint "127.0.0.1:$http2_port" --ca "$tmp/certs/ca.pem" --auth-key "$tmp/certs/auth-key.p8"
         --key-id PFBENCHKEY --team-id PFBENCHTEA --connection-spacing-s 0.2)
 fi
-admin_port="$(sed -n 's/.* admin=\([0-9]*\).*/\1/p' "$tmp/mock.log")"
 
 # Launch alone first, so that its rate and Redis's memory are measured without the fleet.
 memory_before="$(redis_memory)"

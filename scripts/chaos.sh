@@ -14,6 +14,8 @@
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
 source scripts/lib/services.sh
+# shellcheck source=lib/harness.sh
+source scripts/lib/harness.sh
 
 tokens=1000000
 faults="none worker-kill worker-freeze worker-sigterm coordinator-kill apns-503 postgres-stop redis-flushall"
@@ -26,29 +28,10 @@ while (($#)); do
 done
 [[ "$tokens" =~ ^[1-9][0-9]*$ ]] || { echo "--tokens is a positive number" >&2; exit 2; }
 
-pf_install_missing
-tmp="$(mktemp -d /tmp/pushfleet-chaos.XXXXXX)"
-chmod 755 "$tmp"
-pids=()
 fleet=()
-cleanup() {
-    for pid in "${fleet[@]}" "${pids[@]}"; do kill -CONT "$pid" 2>/dev/null || true; kill "$pid" 2>/dev/null || true; done
-    for pid in "${fleet[@]}" "${pids[@]}"; do wait "$pid" 2>/dev/null || true; done
-    pf_stop_services
-    rm -rf "$tmp"
-}
-trap cleanup EXIT
-
-if [[ -n "${PUSHFLEET_BIN:-}" ]]; then
-    bin="$PUSHFLEET_BIN"
-else
-    build_path="${PUSHFLEET_BUILD_PATH:-.build}"
-    swift build -c release --product pushfleet --scratch-path "$build_path" >&2
-    bin="$PWD/$build_path/release/pushfleet"
-fi
-pf_start_redis "$tmp/redis"
-pf_start_postgres "$tmp/pg"
-bash scripts/make-test-certs.sh "$tmp/certs" >/dev/null
+pf_harness_start chaos
+# The fleet of the fault under way, stopped before everything else.
+trap 'stop_fleet; pf_harness_stop' EXIT
 pg_port="${PUSHFLEET_POSTGRES_URL##*:}"
 pg_port="${pg_port%%/*}"
 topic="com.example.chaos"
@@ -61,13 +44,9 @@ touch "$tmp/unregistered.txt" "$tmp/invalid.txt"
 stale=$(($(wc -l <"$tmp/unregistered.txt") + $(wc -l <"$tmp/invalid.txt")))
 valid=$((tokens - stale))
 
-"$bin" mock-apns --certs "$tmp/certs" --binary-port 0 --feedback-port 0 --admin-port 0 --http2-port 0 \
-    --provider-key "PFCHAOSKEY:PFCHAOSTEA:$tmp/certs/auth-key-public.pem" \
-    --invalid-tokens "$tmp/invalid.txt" --unregistered-tokens "$tmp/unregistered.txt" >"$tmp/mock.log" 2>&1 &
-pids+=($!)
-for _ in $(seq 100); do grep -q '^mock-apns binary=' "$tmp/mock.log" && break; sleep 0.1; done
-http2_port="$(sed -n 's/^mock-apns .*http2=\([0-9]*\).*/\1/p' "$tmp/mock.log")"
-admin="http://127.0.0.1:$(sed -n 's/.* admin=\([0-9]*\).*/\1/p' "$tmp/mock.log")"
+pf_start_simulator --provider-key "PFCHAOSKEY:PFCHAOSTEA:$tmp/certs/auth-key-public.pem" \
+    --invalid-tokens "$tmp/invalid.txt" --unregistered-tokens "$tmp/unregistered.txt"
+admin="http://127.0.0.1:$admin_port"
 sender=(--protocol http2 --endpoint "127.0.0.1:$http2_port" --ca "$tmp/certs/ca.pem" --auth-key "$tmp/certs/auth-key.p8"
     --key-id PFCHAOSKEY --team-id PFCHAOSTEA --connection-spacing-s 0.2)
 

@@ -22,20 +22,20 @@ extension CampaignStore {
         let operation = "take the leadership lock \(name)"
         // Connecting and locking may be given up on (see `abandoning`); the leader's body may not,
         // since it must not outlive this call, so it runs outside.
-        let locked = try await self.abandoning(operation, discard: { connection in try? await connection?.close() }) { watched -> PostgresConnection? in
-            let connection = try await self.connect(operation)
-            watched.watch(connection)
-            do {
-                let rows = try await connection.query("SELECT pg_try_advisory_lock(\(key))", logger: self.logger)
-                var acquired = false
-                for try await granted in rows.decode(Bool.self) { acquired = granted }
-                if acquired { return connection }
-                try? await connection.close()
-                return nil
-            } catch {
-                try? await connection.close()
-                throw self.storeError(error, operation)
+        let locked: PostgresConnection?
+        do {
+            locked = try await self.abandoning(operation, discard: { connection in try? await connection?.close() }) { watched in
+                try await self.withNewConnection(operation, watched) { connection -> PostgresConnection? in
+                    let rows = try await connection.query("SELECT pg_try_advisory_lock(\(key))", logger: self.logger)
+                    var acquired = false
+                    for try await granted in rows.decode(Bool.self) { acquired = granted }
+                    if acquired { return connection }
+                    try? await connection.close()
+                    return nil
+                }
             }
+        } catch {
+            throw self.storeError(error, operation)
         }
         guard let connection = locked else { return nil }
         do {

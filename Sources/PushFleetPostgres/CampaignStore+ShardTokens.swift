@@ -75,20 +75,23 @@ extension CampaignStore {
         return try await self.withConnection("prune stored shard tokens") { connection in
             let rows = try await connection.query(
                 """
-                DELETE FROM campaign_shard_tokens t
-                WHERE NOT EXISTS (
-                    SELECT 1 FROM campaigns c
-                    WHERE c.campaign_id = t.campaign_id AND (c.launch IS NULL OR c.launch = t.launch) AND NOT c.queue_removed
-                ) AND (
-                    EXISTS (SELECT 1 FROM campaigns c WHERE c.campaign_id = t.campaign_id)
-                    OR t.created_at < now() - make_interval(secs => \(seconds))
+                WITH deleted AS (
+                    DELETE FROM campaign_shard_tokens t
+                    WHERE NOT EXISTS (
+                        SELECT 1 FROM campaigns c
+                        WHERE c.campaign_id = t.campaign_id AND (c.launch IS NULL OR c.launch = t.launch) AND NOT c.queue_removed
+                    ) AND (
+                        EXISTS (SELECT 1 FROM campaigns c WHERE c.campaign_id = t.campaign_id)
+                        OR t.created_at < now() - make_interval(secs => \(seconds))
+                    )
+                    RETURNING 1
                 )
-                RETURNING 1
+                SELECT count(*) FROM deleted
                 """,
                 logger: self.logger
             )
             var deleted = 0
-            for try await _ in rows { deleted += 1 }
+            for try await count in rows.decode(Int.self) { deleted = count }
             return deleted
         }
     }

@@ -90,15 +90,10 @@ public final class CampaignStore: Sendable {
     ) async throws -> T {
         do {
             return try await self.abandoning(operation) { watched in
-                let connection = try await self.connect(operation)
-                watched.watch(connection)
-                do {
+                try await self.withNewConnection(operation, watched) { connection in
                     let value = try await body(connection)
                     try? await connection.close()
                     return value
-                } catch {
-                    try? await connection.close()
-                    throw error
                 }
             }
         } catch {
@@ -106,8 +101,23 @@ public final class CampaignStore: Sendable {
         }
     }
 
+    /// Opens a connection of its own, has `watched` watch it, and runs `body` on it; closes it if
+    /// `body` throws, and leaves it to `body` otherwise.
+    func withNewConnection<T: Sendable>(
+        _ operation: String, _ watched: WatchedConnection, _ body: (PostgresConnection) async throws -> T
+    ) async throws -> T {
+        let connection = try await self.connect(operation)
+        watched.watch(connection)
+        do {
+            return try await body(connection)
+        } catch {
+            try? await connection.close()
+            throw error
+        }
+    }
+
     /// A new connection of its own (not from the pool); the caller closes it.
-    func connect(_ operation: String) async throws -> PostgresConnection {
+    private func connect(_ operation: String) async throws -> PostgresConnection {
         do {
             return try await PostgresConnection.connect(
                 configuration: try self.connectionConfiguration(), id: Int.random(in: 1_000_000...Int.max), logger: self.logger

@@ -1,0 +1,47 @@
+# shellcheck shell=bash
+# The set-up shared by the whole-system scripts (bench.sh, chaos.sh): a temporary directory, a
+# release build, Redis, Postgres, test certificates and the simulator, all stopped on exit.
+# Source after scripts/lib/services.sh.
+
+# pf_harness_start NAME: installs what is missing, makes $tmp (/tmp/pushfleet-NAME.*), sets $bin,
+# and starts Redis, Postgres and the test certificates. Processes added to $pids are stopped, and
+# everything removed, when the script exits (pf_harness_stop).
+# PUSHFLEET_BIN runs an already built pushfleet binary instead of building one; PUSHFLEET_BUILD_PATH
+# picks another build folder (e.g. .build-release, to build beside a test run).
+pf_harness_start() {
+    pf_install_missing
+    tmp="$(mktemp -d "/tmp/pushfleet-$1.XXXXXX")"
+    chmod 755 "$tmp"
+    pids=()
+    trap pf_harness_stop EXIT
+    if [[ -n "${PUSHFLEET_BIN:-}" ]]; then
+        bin="$PUSHFLEET_BIN"
+    else
+        local build_path="${PUSHFLEET_BUILD_PATH:-.build}"
+        swift build -c release --product pushfleet --scratch-path "$build_path" >&2
+        bin="$PWD/$build_path/release/pushfleet"
+    fi
+    pf_start_redis "$tmp/redis"
+    pf_start_postgres "$tmp/pg"
+    bash scripts/make-test-certs.sh "$tmp/certs" >/dev/null
+}
+
+# shellcheck disable=SC2317 # reached through the trap
+pf_harness_stop() {
+    # SIGCONT first: a process stopped with SIGSTOP does not act on SIGTERM until it runs again.
+    for pid in "${pids[@]}"; do kill -CONT "$pid" 2>/dev/null || true; kill "$pid" 2>/dev/null || true; done
+    for pid in "${pids[@]}"; do wait "$pid" 2>/dev/null || true; done
+    pf_stop_services
+    rm -rf "$tmp"
+}
+
+# pf_start_simulator ARGS...: `pushfleet mock-apns` on free ports with the test certificates and
+# ARGS; sets binary_port, http2_port and admin_port.
+pf_start_simulator() {
+    "$bin" mock-apns --certs "$tmp/certs" --binary-port 0 --feedback-port 0 --admin-port 0 --http2-port 0 "$@" >"$tmp/mock.log" 2>&1 &
+    pids+=($!)
+    for _ in $(seq 100); do grep -q '^mock-apns binary=' "$tmp/mock.log" && break; sleep 0.1; done
+    binary_port="$(sed -n 's/^mock-apns binary=\([0-9]*\).*/\1/p' "$tmp/mock.log")"
+    http2_port="$(sed -n 's/^mock-apns .*http2=\([0-9]*\).*/\1/p' "$tmp/mock.log")"
+    admin_port="$(sed -n 's/.* admin=\([0-9]*\).*/\1/p' "$tmp/mock.log")"
+}
