@@ -8,7 +8,7 @@
 # Faults: none, worker-kill (SIGKILL, a new worker starts), worker-freeze (SIGSTOP past its lease,
 # then SIGCONT), worker-sigterm (drain, a new worker starts), coordinator-kill (SIGKILL, a new one
 # starts 2 s later), apns-503 (every request answered 503 for 10 s), postgres-stop (10 s), and
-# redis-flushall (every Redis key lost; not recovered yet, so it is expected not to complete).
+# redis-flushall (every Redis key lost; the coordinator rebuilds the queue from Postgres).
 #
 # Release build, or PUSHFLEET_BIN. Starts its own Redis and Postgres on loopback and stops them.
 set -euo pipefail

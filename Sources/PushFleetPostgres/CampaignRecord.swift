@@ -39,6 +39,10 @@ public struct CampaignRecord: Sendable, Hashable {
     public var stateReason: String? = nil
     /// When a campaign paused because APNs was down is resumed by the coordinator; nil otherwise.
     public var autoResumeAt: Date? = nil
+    /// How many times its Redis queue was rebuilt; a fold names the generation it read.
+    public var queueGeneration: Int = 0
+    /// The number of the last Redis snapshot folded (``ProgressUpdate/foldSequence``).
+    public var foldSequence: Int = 0
 
     public init(
         id: UUID, topic: String, environment: String, state: CampaignState, total: Int, shardCount: Int,

@@ -10,7 +10,8 @@ extension CampaignStore {
                c.cancelled, c.done_shards, c.duplicates_dropped, c.created_at, c.started_at, c.finished_at, c.last_event_id,
                c.retried, c.dead_shards, c.state_reason, c.auto_resume_at,
                ARRAY(SELECT r.reason FROM campaign_rejections r WHERE r.campaign_id = c.campaign_id ORDER BY r.reason),
-               ARRAY(SELECT r.count FROM campaign_rejections r WHERE r.campaign_id = c.campaign_id ORDER BY r.reason)
+               ARRAY(SELECT r.count FROM campaign_rejections r WHERE r.campaign_id = c.campaign_id ORDER BY r.reason),
+               c.queue_generation, c.fold_sequence
         FROM campaigns c JOIN apps a USING (app_id)
         """
 
@@ -37,6 +38,8 @@ extension CampaignStore {
         record.deadShards = dead
         record.stateReason = reason
         record.autoResumeAt = autoResumeAt
+        record.queueGeneration = try cells[21].decode(Int.self)
+        record.foldSequence = try cells[22].decode(Int.self)
         return record
     }
 

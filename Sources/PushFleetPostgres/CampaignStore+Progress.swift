@@ -4,7 +4,10 @@ import PostgresNIO
 extension CampaignStore {
     /// Folds one coordinator round into Postgres, in one transaction that holds the campaign's row lock.
     ///
-    /// Counters are absolute and written with `GREATEST`, so they never go down. Events (rejections and
+    /// Counters and shard cursors are absolute and only ever raised. They come from one Redis
+    /// snapshot, and every one of them only grows in Redis, so Postgres always holds one consistent
+    /// snapshot (the newest of any two written, field by field). `in_flight` is written only from
+    /// a snapshot numbered above the stored one. Events (rejections and
     /// finished shards) are applied at most once: an update whose ``ProgressUpdate/lastEventID`` is not
     /// newer than the stored one (Redis stream order: milliseconds, then sequence; `0-0` lowest) is
     /// skipped whole, unless it carries no events (a counters-only update), whose counters are written.
@@ -13,21 +16,28 @@ extension CampaignStore {
     /// tokens in the registry: `BadDeviceToken` and `DeviceTokenNotForTopic` quarantined, `InvalidToken`
     /// invalid, `Unregistered` and `ExpiredToken` unregistered, effective at APNs' timestamp or now; a
     /// token registered after that time stays active. Finished shards are marked `done`.
+    /// A finished shard's event marks it done but leaves its cursor to the snapshot (the event may
+    /// be newer than the snapshot's counters).
     /// - Returns: `false` if the update was skipped as already applied.
+    /// - Throws: ``PostgresStoreError`` with code `queueRebuilt` when the update was read from an
+    ///   earlier generation of the queue (``ProgressUpdate/generation``); nothing is written.
     /// - Throws: ``PostgresStoreError`` with code `unknownCampaign` or `invalidEventID`.
     public func apply(_ update: ProgressUpdate) async throws -> Bool {
         let eventID = try StreamEventID(parsing: update.lastEventID)
         let id = update.campaign
         return try await self.withTransaction("apply progress to campaign \(id)") { connection in
             let rows = try await connection.query(
-                "SELECT app_id, last_event_ms, last_event_seq FROM campaigns WHERE campaign_id = \(id) FOR UPDATE",
+                "SELECT app_id, last_event_ms, last_event_seq, queue_generation FROM campaigns WHERE campaign_id = \(id) FOR UPDATE",
                 logger: self.logger
             )
-            var stored: (app: Int64, event: StreamEventID)? = nil
-            for try await (app, ms, seq) in rows.decode((Int64, Int64, Int64).self) {
-                stored = (app, StreamEventID(milliseconds: ms, sequence: seq))
+            var stored: (app: Int64, event: StreamEventID, generation: Int)? = nil
+            for try await (app, ms, seq, generation) in rows.decode((Int64, Int64, Int64, Int).self) {
+                stored = (app, StreamEventID(milliseconds: ms, sequence: seq), generation)
             }
             guard let stored else { throw PostgresStoreError.unknownCampaign(id) }
+            if let generation = update.generation, generation != stored.generation {
+                throw PostgresStoreError.queueRebuilt(id, read: generation, stored: stored.generation)
+            }
             let newer = eventID > stored.event
             if update.hasEvents && !newer { return false }
             let last = newer ? eventID : stored.event
@@ -37,12 +47,26 @@ extension CampaignStore {
                 UPDATE campaigns SET
                     accepted = GREATEST(accepted, \(update.accepted)), resent = GREATEST(resent, \(update.resent)),
                     retried = GREATEST(retried, \(update.retried)),
-                    done_shards = GREATEST(done_shards, \(update.doneShards)), last_event_id = \(last.description),
+                    done_shards = GREATEST(done_shards, \(update.doneShards)),
+                    in_flight = CASE WHEN \(update.foldSequence ?? -1) > fold_sequence THEN COALESCE(\(update.inFlight), in_flight) ELSE in_flight END,
+                    fold_sequence = GREATEST(fold_sequence, \(update.foldSequence ?? 0)),
+                    last_event_id = \(last.description),
                     last_event_ms = \(last.milliseconds), last_event_seq = \(last.sequence), updated_at = now()
                 WHERE campaign_id = \(id)
                 """,
                 logger: self.logger
             )
+            if !update.cursors.isEmpty {
+                let shards = update.cursors.keys.sorted()
+                try await connection.query(
+                    """
+                    UPDATE campaign_shards s SET cursor = u.cursor, updated_at = now()
+                    FROM unnest(\(shards), \(shards.map { update.cursors[$0]! })) AS u(shard, cursor)
+                    WHERE s.campaign_id = \(id) AND s.shard = u.shard AND s.cursor < u.cursor
+                    """,
+                    logger: self.logger
+                )
+            }
             if !update.rejected.isEmpty {
                 let reasons = update.rejected.keys.sorted()
                 try await connection.query(
@@ -60,7 +84,7 @@ extension CampaignStore {
             if !update.doneShardIDs.isEmpty {
                 try await connection.query(
                     """
-                    UPDATE campaign_shards SET state = 'done', cursor = token_count, updated_at = now()
+                    UPDATE campaign_shards SET state = 'done', updated_at = now()
                     WHERE campaign_id = \(id) AND shard = ANY(\(update.doneShardIDs))
                     """,
                     logger: self.logger

@@ -37,23 +37,33 @@ extension CampaignStore {
     /// stored them; nil when no launch is recorded or the shard is not stored.
     /// - Throws: ``PostgresStoreError`` with code `queryFailed` when the stored bytes are not packed tokens.
     public func shardTokens(campaign: UUID, shard: Int) async throws -> [DeviceToken]? {
-        let operation = "read the tokens of shard \(shard) of campaign \(campaign)"
+        try await self.shardTokens(campaign: campaign, shards: [shard])[shard]
+    }
+
+    /// The tokens of some shards of the campaign, as the recorded launch stored them, by shard id;
+    /// a shard not stored (or no launch recorded) is absent.
+    /// - Throws: ``PostgresStoreError`` with code `queryFailed` when the stored bytes are not packed tokens.
+    public func shardTokens(campaign: UUID, shards: [Int]) async throws -> [Int: [DeviceToken]] {
+        let operation = "read the tokens of \(shards.count) shards of campaign \(campaign)"
         let endpoint = self.configuration.endpoint
-        return try await self.withConnection(operation) { connection -> [DeviceToken]? in
+        return try await self.withConnection(operation) { connection -> [Int: [DeviceToken]] in
             let rows = try await connection.query(
                 """
-                SELECT t.tokens FROM campaign_shard_tokens t JOIN campaigns c ON c.campaign_id = t.campaign_id AND c.launch = t.launch
-                WHERE t.campaign_id = \(campaign) AND t.shard = \(shard)
+                SELECT t.shard, t.tokens FROM campaign_shard_tokens t JOIN campaigns c ON c.campaign_id = t.campaign_id AND c.launch = t.launch
+                WHERE t.campaign_id = \(campaign) AND t.shard = ANY(\(shards))
                 """,
                 logger: self.logger
             )
-            for try await bytes in rows.decode(ByteBuffer.self) {
+            var found: [Int: [DeviceToken]] = [:]
+            for try await (shard, bytes) in rows.decode((Int, ByteBuffer).self) {
                 guard let tokens = PackedShards.unpack(bytes) else {
-                    throw PostgresStoreError.queryFailed(endpoint, operation, "the stored bytes (\(bytes.readableBytes)) are not packed tokens")
+                    throw PostgresStoreError.queryFailed(
+                        endpoint, operation, "the stored bytes of shard \(shard) (\(bytes.readableBytes)) are not packed tokens"
+                    )
                 }
-                return tokens
+                found[shard] = tokens
             }
-            return nil
+            return found
         }
     }
 

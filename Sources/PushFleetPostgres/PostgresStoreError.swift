@@ -5,7 +5,7 @@ public struct PostgresStoreError: Error, Hashable, Sendable, CustomStringConvert
     public struct Code: Hashable, Sendable, CustomStringConvertible {
         private enum Base: String, Hashable, Sendable {
             case invalidURL, connectionFailed, queryFailed, invalidInput, unknownCampaign, invalidEventID
-            case leadershipLost
+            case leadershipLost, queueRebuilt
         }
         private let base: Base
         private init(_ base: Base) { self.base = base }
@@ -24,6 +24,8 @@ public struct PostgresStoreError: Error, Hashable, Sendable, CustomStringConvert
         public static let invalidEventID = Self(.invalidEventID)
         /// The connection holding the leadership lock broke while the leader's body ran.
         public static let leadershipLost = Self(.leadershipLost)
+        /// A fold read a campaign's Redis queue before it was rebuilt; it is refused.
+        public static let queueRebuilt = Self(.queueRebuilt)
 
         public var description: String { self.base.rawValue }
     }
@@ -69,6 +71,15 @@ public struct PostgresStoreError: Error, Hashable, Sendable, CustomStringConvert
 
     static func invalidEventID(_ text: String, file: String = #fileID, line: Int = #line) -> Self {
         Self(.invalidEventID, "'\(text)' is not a Redis stream id (milliseconds-sequence, e.g. 1700000000000-0)", file: file, line: line)
+    }
+
+    static func queueRebuilt(_ id: some CustomStringConvertible, read: Int, stored: Int, file: String = #fileID, line: Int = #line) -> Self {
+        Self(
+            .queueRebuilt,
+            "campaign \(id): this fold read generation \(read) of its Redis queue, which has been rebuilt since (generation \(stored)); "
+                + "nothing was written",
+            file: file, line: line
+        )
     }
 
     static func leadershipLost(_ endpoint: String, _ reason: String, file: String = #fileID, line: Int = #line) -> Self {

@@ -34,13 +34,25 @@ public struct ProgressUpdate: Sendable {
     public var doneShardIDs: [Int]
     /// The id of the last stream entry these events came from (`ms-seq`); `0-0` or the stored id when none.
     public var lastEventID: String
+    /// Shard cursors of the same snapshot as the counters (shard id → first index without an
+    /// outcome); only those that changed need be given. Never lower a stored cursor.
+    public var cursors: [Int: Int]
+    /// Tokens handed to senders past their shard's cursor, in the same snapshot; nil keeps the stored value.
+    public var inFlight: Int?
+    /// The queue generation the snapshot was read from (``CampaignRecord/queueGeneration``): the
+    /// update is refused once the queue has been rebuilt since. Nil applies it regardless.
+    public var generation: Int?
+    /// The snapshot's number (Redis raises it for each snapshot): `inFlight` is written only from
+    /// a snapshot newer than the stored one. Nil leaves both alone.
+    public var foldSequence: Int?
 
     /// Whether the update carries events, not just counters.
     public var hasEvents: Bool { !self.rejections.isEmpty || !self.doneShardIDs.isEmpty }
 
     public init(
         campaign: UUID, accepted: Int, rejected: [String: Int], resent: Int, retried: Int = 0, doneShards: Int,
-        rejections: [AppliedRejection] = [], doneShardIDs: [Int] = [], lastEventID: String
+        rejections: [AppliedRejection] = [], doneShardIDs: [Int] = [], lastEventID: String, cursors: [Int: Int] = [:],
+        inFlight: Int? = nil, generation: Int? = nil, foldSequence: Int? = nil
     ) {
         self.campaign = campaign
         self.accepted = accepted
@@ -51,5 +63,9 @@ public struct ProgressUpdate: Sendable {
         self.rejections = rejections
         self.doneShardIDs = doneShardIDs
         self.lastEventID = lastEventID
+        self.cursors = cursors
+        self.inFlight = inFlight
+        self.generation = generation
+        self.foldSequence = foldSequence
     }
 }

@@ -12,7 +12,23 @@ enum Schema {
     /// Key of the transaction-scoped advisory lock that serializes concurrent migrations.
     static let migrationLockKey: Int64 = 0x5055_5348_4D49_4752  // "PUSHMIGR"
 
-    static var migrations: [Migration] { [version1, version2, version3, version4, version5] }
+    static var migrations: [Migration] { [version1, version2, version3, version4, version5, version6] }
+
+    private static var version6: Migration {
+        Migration(version: 6, name: "queue snapshots", statements: [
+            // Tokens handed to senders past their shard's cursor at the last fold (campaign_shards
+            // holds the cursors of the same snapshot): if Redis loses the queue, they may have been
+            // sent, and count as re-sent when it is rebuilt.
+            "ALTER TABLE campaigns ADD COLUMN in_flight bigint NOT NULL DEFAULT 0",
+            // Raised each time the queue is rebuilt: a fold of the queue before (a coordinator's
+            // write that was abandoned and commits late) is refused, never mixed with the new one.
+            "ALTER TABLE campaigns ADD COLUMN queue_generation integer NOT NULL DEFAULT 0",
+            // The highest fold number (`fold` in the meta hash, raised by each snapshot) folded: a
+            // Redis whose number is not above it is an old copy (a stale RDB file, a lagging
+            // replica), and its queue is rebuilt.
+            "ALTER TABLE campaigns ADD COLUMN fold_sequence bigint NOT NULL DEFAULT 0",
+        ])
+    }
 
     private static var version5: Migration {
         Migration(version: 5, name: "durable shard tokens", statements: [

@@ -14,14 +14,7 @@ extension CampaignQueue {
                 guard let number = Int(String(decoding: value, as: UTF8.self)) else {
                     throw connection.unexpected("HGETALL stats", reply)
                 }
-                switch name {
-                case "accepted": counters.accepted = number
-                case "resent": counters.resent = number
-                case "retried": counters.retried = number
-                case "done_shards": counters.doneShards = number
-                case _ where name.hasPrefix("rejected:"): counters.rejected[String(name.dropFirst("rejected:".count))] = number
-                default: break
-                }
+                counters.set(name, number)
             }
             return counters
         }

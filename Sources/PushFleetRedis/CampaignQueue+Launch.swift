@@ -14,7 +14,9 @@ extension CampaignQueue {
 
     /// Writes many shards in one pipeline; see ``stageShard(campaign:shard:tokens:)``. With
     /// `launch`, into that launch's own staging lists, which ``publish(_:launch:)`` renames into
-    /// place. Keep one call to some tens of thousands of tokens: the pipeline is built in memory.
+    /// place; a staged list expires after ``stagedLifetimeSeconds`` unless it is published, so a
+    /// launch killed while staging leaves nothing behind for long. Keep one call to some tens of
+    /// thousands of tokens: the pipeline is built in memory.
     public func stageShards(campaign: UUID, launch: String? = nil, shards: [(shard: Int, tokens: [DeviceToken])]) async throws {
         let keys = CampaignKeys(campaign)
         var commands: [[[UInt8]]] = []
@@ -27,6 +29,7 @@ extension CampaignQueue {
                 for token in tokens[start..<min(start + Self.batchSize, tokens.count)] { command.append(token.bytes) }
                 commands.append(command)
             }
+            if launch != nil { commands.append(RedisCommand.arguments("EXPIRE", key, Self.stagedLifetimeSeconds)) }
         }
         try await self.client.withConnection { [commands] connection in
             _ = try connection.checkedPipeline(commands)
@@ -174,6 +177,14 @@ extension CampaignQueue {
         let keys = CampaignKeys(campaign)
         try await self.client.withConnection { connection in
             _ = try connection.checkedCommand(RedisCommand.arguments("HDEL", keys.meta, "pause_reason", "pause_outage"))
+        }
+    }
+
+    /// Adds the campaign to `pf:active:<topic>:<environment>`, where workers look for work; idempotent.
+    public func ensureActive(campaign: UUID, topic: String, environment: String) async throws {
+        let active = CampaignKeys.active(topic: topic, environment: environment)
+        try await self.client.withConnection { connection in
+            _ = try connection.checkedCommand([Array("SADD".utf8), active, Array(campaign.uuidString.lowercased().utf8)])
         }
     }
 

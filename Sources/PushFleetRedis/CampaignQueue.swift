@@ -8,8 +8,9 @@
 /// - Workers: ``claim(campaign:worker:leaseMilliseconds:)``, ``read(_:from:count:)``,
 ///   ``checkpoint(_:cursor:accepted:rejections:resent:leaseMilliseconds:)``, ``complete(_:)``,
 ///   ``release(_:cursor:countAttempt:)``.
-/// - Coordinator: ``counters(campaign:)``, ``events(campaign:after:count:)``,
-///   ``reapExpiredLeases(campaign:maximumAttempts:)``, ``remove(campaign:topic:environment:)``.
+/// - Coordinator: ``snapshot(campaign:)``, ``events(campaign:after:count:)``,
+///   ``reapExpiredLeases(campaign:maximumAttempts:)``, ``remove(campaign:topic:environment:)``, and
+///   after Redis lost a queue, ``restore(_:staged:)``.
 ///
 /// Each call is one hop to the client's Redis thread. Run Redis with `maxmemory-policy noeviction`.
 public struct CampaignQueue: Sendable {
@@ -22,6 +23,9 @@ public struct CampaignQueue: Sendable {
 
     /// Tokens per `RPUSH` when staging, and keys per `DEL` when deleting.
     static let batchSize = 1000
+
+    /// How long a staged shard list lives unless it is published: a day, far beyond any launch.
+    public static let stagedLifetimeSeconds = 86_400
 
     public init(client: RedisClient) {
         self.client = client

@@ -84,7 +84,9 @@ extension CampaignScripts {
         """
     )
 
-    /// Finishes a held shard: its list and bookkeeping go, `done_shards` and an event record it.
+    /// Finishes a held shard: its list and bookkeeping go, `done_shards` and an event record it. Its
+    /// cursor stays, at the shard's length, so that the coordinator's snapshot of cursors and
+    /// counters says which shards the counters have finished.
     ///
     /// KEYS: 1 owner, 2 cursor, 3 leases, 4 sent, 5 stats, 6 events, 7 shard list, 8 checkpoint sequences.
     /// ARGV: 1 shard, 2 worker|fence. Returns 1, or 0 when the lease was lost.
@@ -93,7 +95,7 @@ extension CampaignScripts {
         if redis.call('HGET', KEYS[1], ARGV[1]) ~= ARGV[2] then return 0 end
         redis.call('HDEL', KEYS[1], ARGV[1])
         redis.call('HDEL', KEYS[8], ARGV[1])
-        redis.call('HDEL', KEYS[2], ARGV[1])
+        redis.call('HSET', KEYS[2], ARGV[1], redis.call('LLEN', KEYS[7]))
         redis.call('ZREM', KEYS[3], ARGV[1])
         redis.call('HDEL', KEYS[4], ARGV[1])
         redis.call('DEL', KEYS[7])

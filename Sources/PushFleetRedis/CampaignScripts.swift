@@ -24,7 +24,8 @@ enum CampaignScripts {
         """
 
     /// Publishes a campaign staged by one launch, in one step: unless the campaign is published
-    /// already, renames each staged shard list into place, writes the meta hash and fills pending.
+    /// already, renames each staged shard list into place (and keeps it: a staged list expires),
+    /// writes the meta hash and fills pending.
     ///
     /// KEYS: 1 meta, 2 pending, then the N staged lists, then the N shard lists. ARGV: 1 N, then
     /// the meta fields. Returns 1 if published now, 0 if it was published already (the caller
@@ -36,7 +37,10 @@ enum CampaignScripts {
         for i = 1, n do
           if redis.call('EXISTS', KEYS[2 + i]) == 0 then return -1 end
         end
-        for i = 1, n do redis.call('RENAME', KEYS[2 + i], KEYS[2 + n + i]) end
+        for i = 1, n do
+          redis.call('RENAME', KEYS[2 + i], KEYS[2 + n + i])
+          redis.call('PERSIST', KEYS[2 + n + i])
+        end
         \(writeMetaAndPending)
         return 1
         """

@@ -7,6 +7,7 @@ import Foundation
 import NIOCore
 import NIOPosix
 import PushFleetCore
+import Synchronization
 
 /// The only writer of progress to Postgres. One instance leads (a Postgres advisory lock); others
 /// wait. About once a second it folds each campaign's counters and events from Redis into Postgres
@@ -74,6 +75,9 @@ public final class CoordinatorService: Sendable {
     let queue: CampaignQueue
     let store: CampaignStore
     let logger: Logger
+    /// Per campaign, the shard cursors this coordinator last wrote to Postgres: a fold writes only
+    /// the cursors that moved since. Forgotten when the campaign's queue goes.
+    let foldedCursors = Mutex<[UUID: [Int: Int]]>([:])
 
     public init(configuration: Configuration, queue: CampaignQueue, store: CampaignStore, logger: Logger) {
         self.configuration = configuration
@@ -131,7 +135,10 @@ public final class CoordinatorService: Sendable {
     @discardableResult
     public func round() async throws -> Bool {
         var behind = false
-        for campaign in try await self.store.campaigns(in: [.pending, .running, .paused, .cancelled]) {
+        let campaigns = try await self.store.campaigns(in: [.pending, .running, .paused, .cancelled])
+        let served = Set(campaigns.map(\.id))
+        self.foldedCursors.withLock { cursors in cursors = cursors.filter { served.contains($0.key) } }
+        for campaign in campaigns {
             await self.isolated(campaign, "serve") { behind = try await self.serve(campaign) || behind }
         }
         for campaign in try await self.store.campaignsAwaitingCleanup() {
@@ -164,7 +171,10 @@ public final class CoordinatorService: Sendable {
             }
             return false
         }
-        let (counters, caughtUp) = try await self.fold(campaign)
+        guard let (counters, caughtUp) = try await self.fold(campaign) else {
+            try await self.rebuildQueue(of: campaign)
+            return false
+        }
         if try await self.recordDeadShards(campaign, doneShards: counters.doneShards) { return false }
         let rejected = counters.rejected.values.reduce(0, +)
         if caughtUp, counters.doneShards == campaign.shardCount, counters.accepted + rejected == campaign.total {
@@ -228,6 +238,10 @@ public final class CoordinatorService: Sendable {
     /// pause, resume or cancel that Redis missed (it was down) still reaches the workers.
     private func tellRedis(_ campaign: CampaignRecord) async throws {
         try await self.queue.setStatus(campaign: campaign.id, CampaignQueueStatus(campaign.state))
+        if campaign.state == .running || campaign.state == .paused {
+            // A rebuild or a launch that died between its two steps may have left it out.
+            try await self.queue.ensureActive(campaign: campaign.id, topic: campaign.topic, environment: campaign.environment)
+        }
     }
 
     /// Records the campaign's dead shards in Postgres (they show in `status`) and, once every other
@@ -254,6 +268,7 @@ public final class CoordinatorService: Sendable {
     private func removeQueue(of campaign: CampaignRecord) async throws {
         try await self.queue.remove(campaign: campaign.id, topic: campaign.topic, environment: campaign.environment)
         try await self.store.markQueueRemoved(campaign.id)
+        _ = self.foldedCursors.withLock { $0.removeValue(forKey: campaign.id) }
     }
 
     /// Settles a cancelled campaign once no worker holds a shard of it: what was never sent is
@@ -264,7 +279,9 @@ public final class CoordinatorService: Sendable {
             try await self.fold(campaign)
             return
         }
+        // Redis lost the queue: the outcomes the last fold saw are all there is, the rest is cancelled.
         let (counters, caughtUp) = try await self.fold(campaign)
+            ?? (CampaignCounters(accepted: campaign.accepted, rejected: campaign.rejected), true)
         guard caughtUp else { return }
         let cancelled = campaign.total - counters.accepted - counters.rejected.values.reduce(0, +)
         try await self.store.setCancelled(campaign.id, count: max(0, cancelled))
@@ -272,16 +289,29 @@ public final class CoordinatorService: Sendable {
         self.logger.info("campaign cancelled", metadata: ["campaign": "\(campaign.id)", "cancelled": "\(cancelled)"])
     }
 
-    /// Folds a campaign's counters and events into Postgres. Returns the counters, and whether
-    /// every event was applied (false when more are waiting than one round takes).
+    /// Folds a campaign's counters, cursors and events into Postgres. Returns the counters, and
+    /// whether every event was applied (false when more are waiting than one round takes); nil
+    /// when Redis lost the queue (its meta hash is gone, or its snapshot number is not above the
+    /// last one folded: an old copy, whose keys are deleted here). Nothing is folded then.
     @discardableResult
-    private func fold(_ campaign: CampaignRecord) async throws -> (CampaignCounters, Bool) {
+    private func fold(_ campaign: CampaignRecord) async throws -> (CampaignCounters, Bool)? {
         let id = campaign.id
         let reaped = try await self.queue.reapExpiredLeases(campaign: id, maximumAttempts: self.configuration.maximumAttempts)
         if reaped > 0 { self.logger.info("re-queued shards whose lease expired", metadata: ["campaign": "\(id)", "shards": "\(reaped)"]) }
 
-        // Counters first, then events: a counter never runs behind the events already applied.
-        let counters = try await self.queue.counters(campaign: id)
+        // The snapshot first, then events: a counter never runs behind the events already applied.
+        guard let snapshot = try await self.queue.snapshot(campaign: id) else { return nil }
+        if snapshot.fold <= campaign.foldSequence {
+            self.logger.error(
+                "Redis holds an older copy of the campaign's queue than Postgres has folded; deleting it to rebuild",
+                metadata: ["campaign": "\(id)", "fold": "\(snapshot.fold)", "folded": "\(campaign.foldSequence)"]
+            )
+            try await self.queue.forget(campaign: id, shardCount: campaign.shardCount)
+            return nil
+        }
+        let counters = snapshot.counters
+        let written = self.foldedCursors.withLock { $0[id] ?? [:] }
+        let moved = snapshot.cursors.filter { written[$0.key] != $0.value }
         let events = try await self.queue.events(campaign: id, after: campaign.lastEventID, count: self.configuration.eventsPerRound)
         var rejections: [AppliedRejection] = []
         var doneShards: [Int] = []
@@ -294,12 +324,15 @@ public final class CoordinatorService: Sendable {
             }
         }
         let lastEventID = events.last?.id ?? campaign.lastEventID
-        _ = try await self.store.apply(
+        let applied = try await self.store.apply(
             ProgressUpdate(
                 campaign: id, accepted: counters.accepted, rejected: counters.rejected, resent: counters.resent,
-                retried: counters.retried, doneShards: counters.doneShards, rejections: rejections, doneShardIDs: doneShards, lastEventID: lastEventID
+                retried: counters.retried, doneShards: counters.doneShards, rejections: rejections, doneShardIDs: doneShards,
+                lastEventID: lastEventID, cursors: moved, inFlight: snapshot.inFlight, generation: campaign.queueGeneration,
+                foldSequence: snapshot.fold
             )
         )
+        if applied { self.foldedCursors.withLock { $0[id] = snapshot.cursors } }
         if let last = events.last { try await self.queue.trimEvents(campaign: id, through: last.id) }
         return (counters, events.count < self.configuration.eventsPerRound)
     }

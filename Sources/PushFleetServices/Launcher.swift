@@ -175,14 +175,6 @@ public struct Launcher: Sendable {
         } else if try await !self.store.createCampaign(campaign) {
             return false
         }
-        return try await self.queue.publish(
-            CampaignDescriptor(
-                id: campaign.id, topic: campaign.topic, environment: campaign.environment, payload: campaign.payload,
-                pushType: campaign.pushType, priority: campaign.priority, expiration: campaign.expiration,
-                collapseID: campaign.collapseID, shardCount: campaign.shardTokenCounts.count, totalTokens: campaign.totalTokens,
-                status: .running
-            ),
-            launch: launch
-        )
+        return try await self.queue.publish(CampaignDescriptor(campaign, status: .running), launch: launch)
     }
 }

@@ -60,6 +60,17 @@ struct PipelineFixture {
         )
     }
 
+    /// The same fixture on Redis database `database`, for a test that empties it (`FLUSHDB`, which
+    /// is `FLUSHALL` for everything the fleet keeps) while the other suites' keys stay in theirs.
+    func onRedisDatabase(_ database: Int) -> PipelineFixture {
+        var components = URLComponents(string: self.redisURL)
+        components?.path = "/\(database)"
+        return PipelineFixture(
+            mock: self.mock, topic: self.topic, redisURL: components?.string ?? self.redisURL, postgresURL: self.postgresURL,
+            tokens: self.tokens, invalid: self.invalid, unregistered: self.unregistered, tokenFile: self.tokenFile
+        )
+    }
+
     /// The port of `url` (`redis://…`, `postgres://…`).
     static func port(of url: String) throws -> Int {
         try #require(URLComponents(string: url)?.port, "no port in \(url)")

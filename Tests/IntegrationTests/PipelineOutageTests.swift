@@ -1,5 +1,7 @@
 import APNSMockServer
 import Foundation
+import PushFleetPostgres
+import PushFleetRedis
 import PushFleetTestSupport
 import Testing
 
@@ -75,6 +77,50 @@ extension PipelineTests {
         let resent = try #require(status["resent"] as? Int)
         direct.expectReconciled(status, duplicatesAllowed: resent, http2: `protocol` == "http2")
         #expect(status["accepted"] as? Int == direct.mock.ledger.snapshot().distinctTokens)
+        await stopAll(workers + [coordinator])
+    }
+
+    /// Redis loses everything (`FLUSHALL`: here `FLUSHDB` of the database the fleet uses) once a
+    /// fifth of the audience is delivered. The coordinator rebuilds the queue from Postgres (the
+    /// last fold's cursors and counters, the stored audience), the workers go on with it, and the
+    /// campaign completes: every valid token delivered, the counts exact. Re-sends are the cost: a
+    /// token is sent at most once by the lost queue's runs and once after the rebuild, and only
+    /// tokens Postgres had not counted yet are sent again.
+    @Test(arguments: ["binary", "http2"])
+    func redisLosingEverythingMidCampaignLosesNothing(protocol: String) async throws {
+        let direct = try await PipelineFixture.start(count: 100_000)
+        defer { Task { await direct.stop() } }
+        let fixture = direct.onRedisDatabase(9)
+        let coordinator = try fixture.startCoordinator()
+        let workers = try (0..<2).map { _ in try fixture.startWorker(protocol: `protocol`) }
+        let id = try await fixture.launch(protocol: `protocol`)
+        let deadline = ContinuousClock.now + .seconds(600)
+        while direct.mock.ledger.snapshot().distinctTokens < 20_000 && ContinuousClock.now < deadline {
+            try await Task.sleep(for: .milliseconds(20))
+        }
+
+        let client = RedisClient(configuration: try RedisConfiguration(url: fixture.redisURL), logger: silentRedisLogger)
+        let reply = try await client.withConnection { try $0.command([Array("FLUSHDB".utf8)]) }
+        try await client.shutdown()
+        #expect(reply.string == "OK")
+        let deliveredBefore = direct.mock.ledger.snapshot().distinctTokens
+        let folded = try await fixture.withStore { try await $0.campaign(id) }
+        let countedBefore = (folded?.accepted ?? 0) + (folded?.rejected.values.reduce(0, +) ?? 0)
+
+        let status = try await fixture.waitForCompletion(id, limit: .seconds(900))
+        if status["state"] as? String != "completed" {
+            Issue.record("the coordinator's log ends:\n\(coordinator.standardError.suffix(4_000))")
+        }
+        fixture.expectReconciled(status, duplicatesAllowed: direct.tokens.count - countedBefore, http2: `protocol` == "http2")
+        let generation = try await fixture.withStore { try await $0.campaign(id)?.queueGeneration }
+        #expect(generation == 1, "the queue was rebuilt once (the campaign was not over before the flush)")
+        let most = direct.tokens.lazy.map { direct.mock.ledger.deliveries(of: $0) }.max() ?? 0
+        #expect(most <= 2, "a token went out more than once from one generation of the queue")
+        let duplicates = direct.mock.ledger.snapshot().duplicateDeliveries
+        print(
+            "redis-flush \(`protocol`): delivered before the flush \(deliveredBefore), counted before it \(countedBefore), "
+                + "duplicates \(duplicates), resent \(status["resent"] ?? "-")"
+        )
         await stopAll(workers + [coordinator])
     }
 }

@@ -17,6 +17,47 @@ import Testing
         #expect(TokenStatus(rejectionReason: reason) == status)
     }
 
+    /// A fold's cursors only ever rise; a rebuild counts the last fold's in-flight tokens as
+    /// re-sent once, starts the stream over and raises the generation, so that a fold read from
+    /// the lost queue and written late is refused.
+    @Test func cursorsRiseAndARebuildRefusesFoldsOfTheLostQueue() async throws {
+        let campaign = PostgresFixture.campaign(topic: PostgresFixture.topic("rebuild"), shards: 3, perShard: 10)
+        try await PostgresFixture.withStore { store async throws in
+            _ = try await store.createCampaign(campaign)
+            #expect(try await store.setState(campaign.id, to: .running, from: [.pending]))
+            var fold = ProgressUpdate(
+                campaign: campaign.id, accepted: 14, rejected: [:], resent: 0, doneShards: 1, lastEventID: "5-0",
+                cursors: [0: 10, 1: 4], inFlight: 3, generation: 0, foldSequence: 7
+            )
+            #expect(try await store.apply(fold))
+            fold.cursors = [1: 2]  // a lower cursor never lowers the stored one
+            fold.inFlight = 50  // nor does an older snapshot's in-flight count replace a newer one's
+            fold.foldSequence = 6
+            #expect(try await store.apply(fold))
+            var point = try #require(try await store.recoveryPoint(campaign.id))
+            #expect((point.cursors, point.tokenCounts, point.inFlight, point.foldSequence) == ([10, 4, 0], [10, 10, 10], 3, 7))
+            #expect(try await store.campaign(campaign.id)?.foldSequence == 7)
+
+            #expect(try await store.beginQueueRebuild(campaign.id, generation: 0))
+            #expect(try await store.beginQueueRebuild(campaign.id, generation: 0) == false, "another coordinator rebuilt it already")
+            var record = try #require(try await store.campaign(campaign.id))
+            #expect((record.resent, record.lastEventID, record.queueGeneration) == (3, "0-0", 1))
+            point = try #require(try await store.recoveryPoint(campaign.id))
+            #expect((point.inFlight, point.generation) == (0, 1))
+
+            var late = fold
+            late.accepted = 20
+            late.cursors = [1: 10]
+            await #expect { try await store.apply(late) } throws: { ($0 as? PostgresStoreError)?.code == .queueRebuilt }
+            #expect(try await store.campaign(campaign.id)?.accepted == 14, "a fold of the lost queue is refused")
+            late.generation = 1
+            #expect(try await store.apply(late))
+            record = try #require(try await store.campaign(campaign.id))
+            #expect(record.accepted == 20)
+            #expect(try await store.recoveryPoint(campaign.id)?.cursors == [10, 10, 0])
+        }
+    }
+
     @Test func applyIsIdempotentAndOrderedByStreamID() async throws {
         let topic = PostgresFixture.topic("apply")
         let tokens = PostgresFixture.tokens(5)

@@ -30,6 +30,10 @@ import Testing
 
         #expect(try await queue.complete(lease))
         #expect(try await queue.counters(campaign: fixture.campaign).doneShards == 1)
+        // The finished shard's cursor stays at its length: the snapshot says which shards the counters finished.
+        #expect(try await queue.snapshot(campaign: fixture.campaign) == QueueSnapshot(
+            counters: CampaignCounters(accepted: 2, rejected: ["BadDeviceToken": 1], doneShards: 1), cursors: [0: 3], inFlight: 0, fold: 1
+        ))
         #expect(try await queue.leaseCount(campaign: fixture.campaign) == 0)
         let after = try await queue.events(campaign: fixture.campaign, after: try #require(first.last).id, count: 100)
         #expect(after.map(\.event) == [.shardDone(shard: 0)])
@@ -158,6 +162,9 @@ import Testing
         try await fixture.queue.stageShards(campaign: fixture.campaign, launch: "a", shards: first.enumerated().map { ($0.offset, $0.element) })
         try await fixture.queue.stageShards(campaign: fixture.campaign, launch: "b", shards: second.enumerated().map { ($0.offset, $0.element) })
         #expect(try await fixture.queue.descriptor(campaign: fixture.campaign) == nil, "staging publishes nothing")
+        // A staged list expires unless published: a launch killed while staging leaves nothing for long.
+        let staged = try #require(try await fixture.command("TTL", "pf:{\(fixture.id)}:stage:a:s:0").integer)
+        #expect(staged > 0 && staged <= CampaignQueue.stagedLifetimeSeconds)
         // A launch whose staging is incomplete publishes nothing.
         await #expect(throws: RedisError.self) {
             try await fixture.queue.publish(fixture.descriptor(shardCount: 3, totalTokens: 6), launch: "b")
@@ -169,6 +176,7 @@ import Testing
         try await fixture.queue.discardStaged(campaign: fixture.campaign, launch: "b", shardCount: 2)
         #expect(try await fixture.keys() == ["pf:{\(fixture.id)}:meta", "pf:{\(fixture.id)}:pending", "pf:{\(fixture.id)}:s:0", "pf:{\(fixture.id)}:s:1"])
         #expect(try await fixture.queue.activeCampaigns(topic: fixture.topic, environment: "sandbox").contains(fixture.campaign))
+        #expect(try await fixture.command("TTL", "pf:{\(fixture.id)}:s:0").integer == -1, "a published list does not expire")
         let lease = try #require(try await fixture.queue.claim(campaign: fixture.campaign, worker: "w", leaseMilliseconds: 30_000))
         #expect(try await fixture.queue.read(lease, from: 0, count: 10) == first[lease.shard])
         try await fixture.queue.discard(campaign: fixture.campaign, shardCount: 2)

@@ -1,0 +1,181 @@
+public import Foundation
+
+// MARK: - Coordinator: the snapshot it folds, and rebuilding a queue Redis lost
+
+/// A campaign's counters and shard cursors, read in one step: the counters hold exactly the
+/// outcomes below each shard's cursor. What the coordinator folds into Postgres, and what a queue
+/// Redis lost is rebuilt from.
+public struct QueueSnapshot: Hashable, Sendable {
+    public var counters: CampaignCounters
+    /// Shard id → the first index without an outcome; a finished shard's is its length. A shard
+    /// without a checkpoint yet is absent (its cursor is 0).
+    public var cursors: [Int: Int]
+    /// Tokens handed to senders past their shard's cursor: possibly sent, not yet counted.
+    public var inFlight: Int
+    /// The snapshot's number: each snapshot of a queue is numbered above the one before.
+    public var fold: Int
+
+    public init(counters: CampaignCounters, cursors: [Int: Int], inFlight: Int, fold: Int) {
+        self.counters = counters
+        self.cursors = cursors
+        self.inFlight = inFlight
+        self.fold = fold
+    }
+}
+
+/// Everything a lost queue is rebuilt from (Postgres' copy of the last snapshot folded).
+public struct QueueRestoration: Sendable {
+    /// The meta hash to write; its status (running or paused) is the campaign's.
+    public var descriptor: CampaignDescriptor
+    /// The launch whose stored shards the queue holds, kept in the meta hash.
+    public var launch: String
+    /// Per shard (the index is the shard id): its length, and its cursor as last folded.
+    public var tokenCounts: [Int]
+    public var cursors: [Int]
+    /// Shards given up on: rebuilt, but in the dead list rather than pending.
+    public var deadShards: [Int]
+    /// Counters as last folded. `doneShards` is ignored: it is the count of shards whose cursor
+    /// reached their length.
+    public var counters: CampaignCounters
+    /// The last snapshot number folded: the rebuilt queue numbers its snapshots on from it.
+    public var fold: Int
+    /// Every fence the rebuilt queue hands out is above this, and so above any fence of the lost
+    /// queue: a worker still holding a lease of it can never match. See ``fenceBase(generation:)``.
+    public var fenceBase: Int
+
+    public init(
+        descriptor: CampaignDescriptor, launch: String, tokenCounts: [Int], cursors: [Int], deadShards: [Int],
+        counters: CampaignCounters, fold: Int, fenceBase: Int
+    ) {
+        self.fold = fold
+        self.descriptor = descriptor
+        self.launch = launch
+        self.tokenCounts = tokenCounts
+        self.cursors = cursors
+        self.deadShards = deadShards
+        self.counters = counters
+        self.fenceBase = fenceBase
+    }
+
+    /// The fence base of a queue's `generation`th rebuild: 10¹² claims per generation, far more
+    /// than any campaign makes, so each generation's fences are above every earlier one's.
+    public static func fenceBase(generation: Int) -> Int { generation * 1_000_000_000_000 }
+
+    /// The shards with tokens left: their lists must be staged before ``CampaignQueue/restore(_:staged:)``.
+    public var unfinishedShards: [Int] {
+        self.tokenCounts.indices.filter { self.cursors[$0] < self.tokenCounts[$0] }
+    }
+}
+
+extension CampaignQueue {
+    /// The campaign's counters and cursors, read atomically; nil when its meta hash is missing
+    /// (Redis lost the queue, or the campaign was removed).
+    public func snapshot(campaign: UUID) async throws -> QueueSnapshot? {
+        let keys = CampaignKeys(campaign)
+        return try await self.client.withConnection { connection -> QueueSnapshot? in
+            let reply = try connection.checkedEvaluate(
+                "snapshot", CampaignScripts.snapshot, keys: [keys.meta, keys.stats, keys.cursor, keys.sent], arguments: []
+            )
+            if reply.isNull { return nil }
+            guard let parts = reply.array, parts.count == 4 else { throw connection.unexpected("the snapshot script", reply) }
+            var counters = CampaignCounters()
+            for (name, value) in try connection.fieldMap(parts[0], "the snapshot script (stats)") {
+                guard let number = Int(String(decoding: value, as: UTF8.self)) else {
+                    throw connection.unexpected("the snapshot script (stats field \(name))", parts[0])
+                }
+                counters.set(name, number)
+            }
+            var cursors: [Int: Int] = [:]
+            for (shard, value) in try connection.fieldMap(parts[1], "the snapshot script (cursors)") {
+                guard let shard = Int(shard), let cursor = Int(String(decoding: value, as: UTF8.self)) else {
+                    throw connection.unexpected("the snapshot script (cursors)", parts[1])
+                }
+                cursors[shard] = cursor
+            }
+            return QueueSnapshot(
+                counters: counters, cursors: cursors, inFlight: try connection.integer(parts[2], "the snapshot script"),
+                fold: try connection.integer(parts[3], "the snapshot script")
+            )
+        }
+    }
+
+    /// Rebuilds a queue Redis lost, from the shard lists staged under `launch`
+    /// (``stageShards(campaign:launch:shards:)``, one per ``QueueRestoration/unfinishedShards``) and
+    /// `restoration`, in one atomic step; then the campaign joins its active set again.
+    /// - Returns: true if rebuilt now; false when the campaign's meta hash exists, in which case
+    ///   nothing changed and the staged lists were deleted.
+    /// - Throws: ``RedisError`` if a staged list is missing (nothing is changed then).
+    @discardableResult
+    public func restore(_ restoration: QueueRestoration, staged launch: String) async throws -> Bool {
+        let descriptor = restoration.descriptor
+        let keys = CampaignKeys(descriptor.id)
+        let unfinished = restoration.unfinishedShards
+        let dead = Set(restoration.deadShards)
+        let done = restoration.tokenCounts.count - unfinished.count
+
+        var arguments: [[UInt8]] = [unfinished.count.redisArgument, restoration.fenceBase.redisArgument]
+        func section(_ values: [[UInt8]]) {
+            arguments.append(values.count.redisArgument)
+            arguments += values
+        }
+        section(descriptor.metaFields + [Array("launch".utf8), Array(restoration.launch.utf8), Array("fold".utf8), restoration.fold.redisArgument])
+        section(unfinished.filter { !dead.contains($0) }.map(\.redisArgument))
+        section(unfinished.filter { dead.contains($0) }.map(\.redisArgument))
+        section(restoration.cursors.indices.filter { restoration.cursors[$0] > 0 }.flatMap { [$0.redisArgument, restoration.cursors[$0].redisArgument] })
+        var stats = restoration.counters
+        stats.doneShards = done
+        section(stats.fields)
+
+        let scriptKeys = [
+            keys.meta, keys.pending, keys.cursor, keys.stats, keys.fence, keys.dead, keys.sent, keys.attempts, keys.leases, keys.owner,
+            keys.checkpoints, keys.events,
+        ] + unfinished.map { keys.staged($0, launch: launch) } + unfinished.map { keys.shard($0) }
+        let active = CampaignKeys.active(topic: descriptor.topic, environment: descriptor.environment)
+        let member = Array(descriptor.id.uuidString.lowercased().utf8)
+        return try await self.client.withConnection { [arguments] connection in
+            let reply = try connection.checkedEvaluate("restore", CampaignScripts.restore, keys: scriptKeys, arguments: arguments)
+            switch try connection.integer(reply, "the restore script") {
+            case 1:
+                _ = try connection.checkedCommand([Array("SADD".utf8), active, member])
+                return true
+            case 0:
+                try CampaignQueue.delete(unfinished.map { keys.staged($0, launch: launch) }, on: connection)
+                return false
+            default:
+                throw RedisError(
+                    code: .unexpectedReply,
+                    message: "rebuilding campaign \(descriptor.id.uuidString.lowercased()) at \(connection.configuration.server): "
+                        + "a shard list staged by \(launch) is missing; nothing was changed"
+                )
+            }
+        }
+    }
+
+    /// Deletes every key of the campaign (a queue Redis brought back from an old copy), keeping
+    /// its active-set entry; ``restore(_:staged:)`` then rebuilds it.
+    public func forget(campaign: UUID, shardCount: Int) async throws {
+        let keys = CampaignKeys(campaign)
+        try await self.client.withConnection { connection in try CampaignQueue.deleteAll(keys, shardCount: shardCount, on: connection) }
+    }
+}
+
+extension CampaignCounters {
+    /// Sets the counter a `pf:{C}:stats` field names; other fields are ignored.
+    mutating func set(_ field: String, _ value: Int) {
+        switch field {
+        case "accepted": self.accepted = value
+        case "resent": self.resent = value
+        case "retried": self.retried = value
+        case "done_shards": self.doneShards = value
+        case _ where field.hasPrefix("rejected:"): self.rejected[String(field.dropFirst("rejected:".count))] = value
+        default: break
+        }
+    }
+
+    /// The `pf:{C}:stats` field/value pairs that hold these counters.
+    var fields: [[UInt8]] {
+        var pairs: [(String, Int)] = [("accepted", self.accepted), ("resent", self.resent), ("retried", self.retried), ("done_shards", self.doneShards)]
+        pairs += self.rejected.sorted { $0.key < $1.key }.map { ("rejected:\($0.key)", $0.value) }
+        return pairs.flatMap { [Array($0.0.utf8), $0.1.redisArgument] }
+    }
+}

@@ -1,0 +1,67 @@
+extension CampaignScripts {
+    /// The coordinator's view of a campaign, read in one step so that counters and cursors agree:
+    /// every outcome the counters hold is below its shard's cursor, and none above.
+    ///
+    /// Each snapshot raises the meta hash's `fold` number, which only the coordinator does: a queue
+    /// whose number is not above the last one folded is an old copy.
+    ///
+    /// KEYS: 1 meta, 2 stats, 3 cursor, 4 sent.
+    /// Returns nil when the meta hash is missing (the queue is gone), else {stats as HGETALL,
+    /// cursor as HGETALL, tokens handed to senders past their shard's cursor, the fold number}.
+    static let snapshot = RedisScript(
+        """
+        if redis.call('EXISTS', KEYS[1]) == 0 then return false end
+        local fold = redis.call('HINCRBY', KEYS[1], 'fold', 1)
+        local sent = redis.call('HGETALL', KEYS[4])
+        local ahead = 0
+        for i = 1, #sent, 2 do
+          local mark = tonumber(sent[i + 1])
+          local cursor = tonumber(redis.call('HGET', KEYS[3], sent[i]) or '0')
+          if mark > cursor then ahead = ahead + mark - cursor end
+        end
+        return {redis.call('HGETALL', KEYS[2]), redis.call('HGETALL', KEYS[3]), ahead, fold}
+        """
+    )
+
+    /// Rebuilds a queue Redis lost from what Postgres kept, in one step: unless the meta hash exists
+    /// (the campaign is in Redis after all), renames the staged shard lists into place, and writes
+    /// the meta hash, pending, dead, cursors, counters and a fence above any earlier one.
+    ///
+    /// KEYS: 1 meta, 2 pending, 3 cursor, 4 stats, 5 fence, 6 dead, 7 sent, 8 attempts, 9 leases,
+    ///       10 owner, 11 checkpoint sequences, 12 events, then the N staged lists, then the N shard lists.
+    /// ARGV: 1 N, 2 fence base, then five sections, each a count followed by that many values: meta
+    ///       field/value pairs, pending shard ids, dead shard ids, cursor shard/value pairs, stats
+    ///       field/value pairs.
+    /// Returns 1 if rebuilt now, 0 if the meta hash exists (nothing changed), -1 (nothing changed)
+    /// if a staged list is missing.
+    static let restore = RedisScript(
+        """
+        if redis.call('EXISTS', KEYS[1]) == 1 then return 0 end
+        local n = tonumber(ARGV[1])
+        for i = 1, n do
+          if redis.call('EXISTS', KEYS[12 + i]) == 0 then return -1 end
+        end
+        for k = 2, 12 do redis.call('DEL', KEYS[k]) end
+        for i = 1, n do
+          redis.call('RENAME', KEYS[12 + i], KEYS[12 + n + i])
+          redis.call('PERSIST', KEYS[12 + n + i])
+        end
+        redis.call('SET', KEYS[5], ARGV[2])
+        local at = 3
+        local function each(command, key)
+          local count = tonumber(ARGV[at])
+          local first = at + 1
+          at = first + count
+          for i = first, first + count - 1, 1000 do
+            redis.call(command, key, unpack(ARGV, i, math.min(i + 999, first + count - 1)))
+          end
+        end
+        each('HSET', KEYS[1])
+        each('RPUSH', KEYS[2])
+        each('RPUSH', KEYS[6])
+        each('HSET', KEYS[3])
+        each('HSET', KEYS[4])
+        return 1
+        """
+    )
+}
