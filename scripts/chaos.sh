@@ -8,7 +8,8 @@
 # Faults: none, worker-kill (SIGKILL, a new worker starts), worker-freeze (SIGSTOP past its lease,
 # then SIGCONT), worker-sigterm (drain, a new worker starts), coordinator-kill (SIGKILL, a new one
 # starts 2 s later), apns-503 (every request answered 503 for 10 s), postgres-stop (10 s), and
-# redis-flushall (every Redis key lost; the coordinator rebuilds the queue from Postgres).
+# redis-flushall (every Redis key lost; the coordinator rebuilds the queue from Postgres), and
+# redis-restart (Redis without persistence stopped and started again, empty).
 #
 # Release build, or PUSHFLEET_BIN. Starts its own Redis and Postgres on loopback and stops them.
 set -euo pipefail
@@ -18,7 +19,7 @@ source scripts/lib/services.sh
 source scripts/lib/harness.sh
 
 tokens=1000000
-faults="none worker-kill worker-freeze worker-sigterm coordinator-kill apns-503 postgres-stop redis-flushall"
+faults="none worker-kill worker-freeze worker-sigterm coordinator-kill apns-503 postgres-stop redis-flushall redis-restart"
 while (($#)); do
     case "$1" in
         --tokens) tokens="$2"; shift 2 ;;
@@ -75,6 +76,7 @@ inject() {
         postgres-stop) postgres -m fast stop; sleep 10
             postgres -o "-p $pg_port -k '$PF_PG_DIR/sock' -c listen_addresses=127.0.0.1 -c fsync=off -c synchronous_commit=off -c full_page_writes=off" start ;;
         redis-flushall) redis-cli -p "$PF_REDIS_PORT" FLUSHALL >/dev/null ;;
+        redis-restart) pf_restart_redis ;;
         *) echo "unknown fault $1" >&2; exit 2 ;;
     esac
 }

@@ -124,6 +124,34 @@ print(s.getsockname()[1])' 2>/dev/null; then
     return 1
 }
 
+# pf_redis_server DIR PORT: starts redis-server in the background on PORT, data in DIR.
+pf_redis_server() {
+    # No persistence: test data is disposable. noeviction as in production:
+    # an evicted queue key would silently lose work.
+    redis-server --bind 127.0.0.1 --port "$2" \
+        --save '' --appendonly no --maxmemory-policy noeviction \
+        --daemonize yes --dir "$1" \
+        --pidfile "$1/redis.pid" --logfile "$1/redis.log" || true
+}
+
+# pf_restart_redis: the Redis of pf_start_redis stopped without saving and started again, empty,
+# on the same port: what clients see when a Redis without persistence crashes and comes back.
+pf_restart_redis() {
+    local deadline
+    timeout 5 redis-cli -h 127.0.0.1 -p "$PF_REDIS_PORT" shutdown nosave >/dev/null 2>&1 || true
+    deadline=$((SECONDS + 20))
+    while timeout 2 redis-cli -h 127.0.0.1 -p "$PF_REDIS_PORT" ping >/dev/null 2>&1; do
+        ((SECONDS < deadline)) || { pf_log "redis on port $PF_REDIS_PORT did not stop"; return 1; }
+        sleep 0.1
+    done
+    pf_redis_server "$PF_REDIS_DIR" "$PF_REDIS_PORT"
+    deadline=$((SECONDS + 20))
+    until [[ "$(timeout 2 redis-cli -h 127.0.0.1 -p "$PF_REDIS_PORT" ping 2>/dev/null)" == "PONG" ]]; do
+        ((SECONDS < deadline)) || { pf_log "redis did not start again on port $PF_REDIS_PORT"; return 1; }
+        sleep 0.1
+    done
+}
+
 # pf_start_redis DIR: a throwaway redis-server on a free port, data in DIR.
 pf_start_redis() {
     local dir="$1" port attempt deadline
@@ -131,12 +159,7 @@ pf_start_redis() {
     for attempt in 1 2 3; do
         port="$(pf_free_port)" || return 1
         rm -f "$dir/redis.pid"
-        # No persistence: test data is disposable. noeviction as in production:
-        # an evicted queue key would silently lose work.
-        redis-server --bind 127.0.0.1 --port "$port" \
-            --save '' --appendonly no --maxmemory-policy noeviction \
-            --daemonize yes --dir "$dir" \
-            --pidfile "$dir/redis.pid" --logfile "$dir/redis.log" || true
+        pf_redis_server "$dir" "$port"
         PF_REDIS_DIR="$dir"
         PF_REDIS_PORT="$port"
         deadline=$((SECONDS + 20))
