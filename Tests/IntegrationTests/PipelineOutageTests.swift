@@ -1,5 +1,6 @@
 import APNSMockServer
 import Foundation
+import PushFleetCore
 import PushFleetPostgres
 import PushFleetRedis
 import PushFleetTestSupport
@@ -113,6 +114,12 @@ extension PipelineTests {
             let point = try #require(try await store.recoveryPoint(id))
             return (point, try await store.shardTokens(campaign: id, shards: Array(point.cursors.indices)))
         }
+        var countedBefore: [(token: DeviceToken, deliveries: Int)] = []
+        for (shard, cursor) in point.cursors.enumerated() {
+            for token in try #require(shards[shard])[..<cursor] {
+                countedBefore.append((token: token, deliveries: direct.mock.ledger.deliveries(of: token)))
+            }
+        }
         if fault == "restart" { try await Task.sleep(for: .seconds(2)) }
         proxy.restore()
 
@@ -125,26 +132,13 @@ extension PipelineTests {
         #expect(point.generation == 0, "no rebuild began before the folded cursors were read")
         let generation = try await direct.withStore { try await $0.campaign(id)?.queueGeneration }
         #expect(generation == 1, "the queue was rebuilt once (the campaign was not over before the loss)")
-        var counted = 0
-        var sentAgain = 0
-        for (shard, cursor) in point.cursors.enumerated() {
-            let tokens = try #require(shards[shard])
-            for token in tokens[..<cursor] {
-                counted += 1
-                if direct.mock.ledger.deliveries(of: token) > 1 { sentAgain += 1 }
-            }
-        }
-        #expect(counted > 0)
-        if `protocol` == "http2" && fault == "restart" {
-            // Seen once in seven runs of this case (2,031 tokens counted before the loss sent again,
-            // still every token delivered and the counts exact), never over binary or after a flush
-            // alone: the cause is not found yet. Recorded, not hidden.
-            withKnownIssue("an HTTP/2 worker cut off from Redis may re-send tokens already counted", isIntermittent: true) {
-                #expect(sentAgain == 0, "tokens counted before the loss were sent again")
-            }
-        } else {
-            #expect(sentAgain == 0, "tokens counted before the loss were sent again")
-        }
+        // A token counted before the loss goes out no more after it: the rebuilt queue resumes each
+        // shard at its folded cursor. (Tokens sent twice earlier, by a lease reaped under load
+        // before the loss, are the old queue's re-sends, counted in `resent`.)
+        let sentAgain = countedBefore.count { direct.mock.ledger.deliveries(of: $0.token) > $0.deliveries }
+        #expect(!countedBefore.isEmpty)
+        #expect(sentAgain == 0, "tokens counted before the loss were sent again after it")
+        let counted = countedBefore.count
         print(
             "redis-\(fault) \(`protocol`): delivered before the loss \(deliveredBefore), counted before it \(counted), "
                 + "duplicates \(direct.mock.ledger.snapshot().duplicateDeliveries), resent \(resent)"

@@ -89,18 +89,23 @@ final class SlotContext: Sendable {
     var isHalted: Bool { self.state.withLock { $0.halted } }
 
     /// Stops all writing for good: the slot is giving its channel up.
+    ///
+    /// The deadline is handed to the channel under the lock, here and in `applyDeadline`: the
+    /// channel applies them in the order they were given, so a later deadline computed before the
+    /// halt can never land after it and let a halted channel write again.
     func halt() {
-        self.state.withLock { $0.halted = true }
-        self.channel.setWriteDeadline(.now())
+        self.state.withLock { state in
+            state.halted = true
+            self.channel.setWriteDeadline(.now())
+        }
     }
 
     private func applyDeadline() {
-        let deadline: NIODeadline?? = self.state.withLock { state in
-            state.halted ? nil : .some(state.deadlines.values.min())
+        self.state.withLock { state in
+            guard !state.halted else { return }
+            // No run holds a lease: nothing may be written until one does.
+            self.channel.setWriteDeadline(state.deadlines.values.min() ?? .now())
         }
-        guard case .some(let earliest) = deadline else { return }
-        // No run holds a lease: nothing may be written until one does.
-        self.channel.setWriteDeadline(earliest ?? .now())
     }
 
     /// Repeats the channel made since the last call. Runs of a slot all belong to one campaign, so
