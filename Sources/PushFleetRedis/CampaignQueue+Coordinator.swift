@@ -8,15 +8,7 @@ extension CampaignQueue {
     public func counters(campaign: UUID) async throws -> CampaignCounters {
         let keys = CampaignKeys(campaign)
         return try await self.client.withConnection { connection in
-            let reply = try connection.checkedCommand([Array("HGETALL".utf8), keys.stats])
-            var counters = CampaignCounters()
-            for (name, value) in try connection.fieldMap(reply, "HGETALL stats") {
-                guard let number = Int(String(decoding: value, as: UTF8.self)) else {
-                    throw connection.unexpected("HGETALL stats", reply)
-                }
-                counters.set(name, number)
-            }
-            return counters
+            try connection.counters(try connection.checkedCommand([Array("HGETALL".utf8), keys.stats]), "HGETALL stats")
         }
     }
 

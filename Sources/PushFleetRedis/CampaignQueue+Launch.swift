@@ -43,15 +43,13 @@ extension CampaignQueue {
     /// as they are (a paused campaign stays paused) and only the active-set entry is ensured.
     public func publish(_ descriptor: CampaignDescriptor) async throws {
         let keys = CampaignKeys(descriptor.id)
-        let active = CampaignKeys.active(topic: descriptor.topic, environment: descriptor.environment)
         let arguments = [descriptor.shardCount.redisArgument] + descriptor.metaFields
-        let member = Array(descriptor.id.uuidString.lowercased().utf8)
         try await self.client.withConnection { connection in
             _ = try connection.checkedEvaluate(
                 "publish", CampaignScripts.publish, keys: [keys.meta, keys.pending], arguments: arguments
             )
             // Only after the campaign is complete in Redis may workers find it.
-            _ = try connection.checkedCommand([Array("SADD".utf8), active, member])
+            try CampaignQueue.activate(descriptor.id, topic: descriptor.topic, environment: descriptor.environment, on: connection)
         }
     }
 
@@ -65,11 +63,9 @@ extension CampaignQueue {
     @discardableResult
     public func publish(_ descriptor: CampaignDescriptor, launch: String) async throws -> Bool {
         let keys = CampaignKeys(descriptor.id)
-        let active = CampaignKeys.active(topic: descriptor.topic, environment: descriptor.environment)
         let shards = 0..<descriptor.shardCount
         let scriptKeys = [keys.meta, keys.pending] + shards.map { keys.staged($0, launch: launch) } + shards.map { keys.shard($0) }
         let arguments = [descriptor.shardCount.redisArgument] + descriptor.metaFields + [Array("launch".utf8), Array(launch.utf8)]
-        let member = Array(descriptor.id.uuidString.lowercased().utf8)
         return try await self.client.withConnection { connection in
             let reply = try connection.checkedEvaluate("publishStaged", CampaignScripts.publishStaged, keys: scriptKeys, arguments: arguments)
             let outcome = try connection.integer(reply, "the publishStaged script")
@@ -81,7 +77,7 @@ extension CampaignQueue {
                 )
             }
             // Ensured either way: a launch that died between the two steps left it out.
-            _ = try connection.checkedCommand([Array("SADD".utf8), active, member])
+            try CampaignQueue.activate(descriptor.id, topic: descriptor.topic, environment: descriptor.environment, on: connection)
             return outcome == 1
         }
     }
@@ -182,9 +178,8 @@ extension CampaignQueue {
 
     /// Adds the campaign to `pf:active:<topic>:<environment>`, where workers look for work; idempotent.
     public func ensureActive(campaign: UUID, topic: String, environment: String) async throws {
-        let active = CampaignKeys.active(topic: topic, environment: environment)
         try await self.client.withConnection { connection in
-            _ = try connection.checkedCommand([Array("SADD".utf8), active, Array(campaign.uuidString.lowercased().utf8)])
+            try CampaignQueue.activate(campaign, topic: topic, environment: environment, on: connection)
         }
     }
 

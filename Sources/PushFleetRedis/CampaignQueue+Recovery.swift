@@ -47,13 +47,13 @@ public struct QueueRestoration: Sendable {
         descriptor: CampaignDescriptor, launch: String, tokenCounts: [Int], cursors: [Int], deadShards: [Int],
         counters: CampaignCounters, fold: Int, fenceBase: Int
     ) {
-        self.fold = fold
         self.descriptor = descriptor
         self.launch = launch
         self.tokenCounts = tokenCounts
         self.cursors = cursors
         self.deadShards = deadShards
         self.counters = counters
+        self.fold = fold
         self.fenceBase = fenceBase
     }
 
@@ -78,13 +78,7 @@ extension CampaignQueue {
             )
             if reply.isNull { return nil }
             guard let parts = reply.array, parts.count == 4 else { throw connection.unexpected("the snapshot script", reply) }
-            var counters = CampaignCounters()
-            for (name, value) in try connection.fieldMap(parts[0], "the snapshot script (stats)") {
-                guard let number = Int(String(decoding: value, as: UTF8.self)) else {
-                    throw connection.unexpected("the snapshot script (stats field \(name))", parts[0])
-                }
-                counters.set(name, number)
-            }
+            let counters = try connection.counters(parts[0], "the snapshot script (stats)")
             var cursors: [Int: Int] = [:]
             for (shard, value) in try connection.fieldMap(parts[1], "the snapshot script (cursors)") {
                 guard let shard = Int(shard), let cursor = Int(String(decoding: value, as: UTF8.self)) else {
@@ -130,13 +124,11 @@ extension CampaignQueue {
             keys.meta, keys.pending, keys.cursor, keys.stats, keys.fence, keys.dead, keys.sent, keys.attempts, keys.leases, keys.owner,
             keys.checkpoints, keys.events,
         ] + unfinished.map { keys.staged($0, launch: launch) } + unfinished.map { keys.shard($0) }
-        let active = CampaignKeys.active(topic: descriptor.topic, environment: descriptor.environment)
-        let member = Array(descriptor.id.uuidString.lowercased().utf8)
         return try await self.client.withConnection { [arguments] connection in
             let reply = try connection.checkedEvaluate("restore", CampaignScripts.restore, keys: scriptKeys, arguments: arguments)
             switch try connection.integer(reply, "the restore script") {
             case 1:
-                _ = try connection.checkedCommand([Array("SADD".utf8), active, member])
+                try CampaignQueue.activate(descriptor.id, topic: descriptor.topic, environment: descriptor.environment, on: connection)
                 return true
             case 0:
                 try CampaignQueue.delete(unfinished.map { keys.staged($0, launch: launch) }, on: connection)
@@ -156,6 +148,18 @@ extension CampaignQueue {
     public func forget(campaign: UUID, shardCount: Int) async throws {
         let keys = CampaignKeys(campaign)
         try await self.client.withConnection { connection in try CampaignQueue.deleteAll(keys, shardCount: shardCount, on: connection) }
+    }
+}
+
+extension RedisConnection {
+    /// Decodes a `pf:{C}:stats` hash as `HGETALL` returns it; `what` names the reply in errors.
+    func counters(_ reply: RedisReply, _ what: String) throws(RedisError) -> CampaignCounters {
+        var counters = CampaignCounters()
+        for (name, value) in try self.fieldMap(reply, what) {
+            guard let number = Int(String(decoding: value, as: UTF8.self)) else { throw self.unexpected("\(what), field \(name)", reply) }
+            counters.set(name, number)
+        }
+        return counters
     }
 }
 

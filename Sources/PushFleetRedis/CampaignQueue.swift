@@ -1,3 +1,5 @@
+import Foundation
+
 /// The Redis side of campaigns: staged shards, leases, checkpoints, counters and events.
 ///
 /// A campaign's keys share the hash tag `{<campaign id>}` (see the key list in `CampaignKeys`), and
@@ -29,6 +31,12 @@ public struct CampaignQueue: Sendable {
 
     public init(client: RedisClient) {
         self.client = client
+    }
+
+    /// Adds the campaign to `pf:active:<topic>:<environment>`, where workers look for work; idempotent.
+    static func activate(_ campaign: UUID, topic: String, environment: String, on connection: RedisConnection) throws(RedisError) {
+        let active = CampaignKeys.active(topic: topic, environment: environment)
+        _ = try connection.checkedCommand(RedisCommand.arguments("SADD", active, campaign.uuidString.lowercased()))
     }
 
     /// Deletes every key of the campaign, shard lists `0..<shardCount` included (or, when

@@ -160,11 +160,17 @@ struct CoordinatorHarness {
     /// What a worker would do without APNs: every shard claimed, all its tokens from the cursor on
     /// accepted, completed.
     func finishEveryShard(of id: UUID) async throws {
-        while let lease = try await self.queue.claim(campaign: id, worker: "isolation", leaseMilliseconds: 30_000) {
-            let delta = CheckpointDelta(sequence: 1, cursor: lease.tokenCount, accepted: lease.tokenCount - lease.cursor)
-            #expect(try await self.queue.checkpoint(lease, delta, leaseMilliseconds: 30_000) == .ok(.running))
-            #expect(try await self.queue.complete(lease))
-        }
+        while try await self.finishNextShard(of: id) {}
+    }
+
+    /// The same for the next pending shard only. - Returns: false when none was pending.
+    @discardableResult
+    func finishNextShard(of id: UUID) async throws -> Bool {
+        guard let lease = try await self.queue.claim(campaign: id, worker: "isolation", leaseMilliseconds: 30_000) else { return false }
+        let delta = CheckpointDelta(sequence: 1, cursor: lease.tokenCount, accepted: lease.tokenCount - lease.cursor)
+        #expect(try await self.queue.checkpoint(lease, delta, leaseMilliseconds: 30_000) == .ok(.running))
+        #expect(try await self.queue.complete(lease))
+        return true
     }
 
     func redis(_ parts: any RedisArgumentConvertible...) async throws -> RedisReply {

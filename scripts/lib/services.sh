@@ -134,19 +134,25 @@ pf_redis_server() {
         --pidfile "$1/redis.pid" --logfile "$1/redis.log" || true
 }
 
+# pf_redis_pong PORT: whether a Redis answers PING on PORT (timeout: something else on the port
+# may never reply).
+pf_redis_pong() {
+    [[ "$(timeout 2 redis-cli -h 127.0.0.1 -p "$1" ping 2>/dev/null)" == "PONG" ]]
+}
+
 # pf_restart_redis: the Redis of pf_start_redis stopped without saving and started again, empty,
 # on the same port: what clients see when a Redis without persistence crashes and comes back.
 pf_restart_redis() {
     local deadline
     timeout 5 redis-cli -h 127.0.0.1 -p "$PF_REDIS_PORT" shutdown nosave >/dev/null 2>&1 || true
     deadline=$((SECONDS + 20))
-    while timeout 2 redis-cli -h 127.0.0.1 -p "$PF_REDIS_PORT" ping >/dev/null 2>&1; do
+    while pf_redis_pong "$PF_REDIS_PORT"; do
         ((SECONDS < deadline)) || { pf_log "redis on port $PF_REDIS_PORT did not stop"; return 1; }
         sleep 0.1
     done
     pf_redis_server "$PF_REDIS_DIR" "$PF_REDIS_PORT"
     deadline=$((SECONDS + 20))
-    until [[ "$(timeout 2 redis-cli -h 127.0.0.1 -p "$PF_REDIS_PORT" ping 2>/dev/null)" == "PONG" ]]; do
+    until pf_redis_pong "$PF_REDIS_PORT"; do
         ((SECONDS < deadline)) || { pf_log "redis did not start again on port $PF_REDIS_PORT"; return 1; }
         sleep 0.1
     done
@@ -164,8 +170,7 @@ pf_start_redis() {
         PF_REDIS_PORT="$port"
         deadline=$((SECONDS + 20))
         while ((SECONDS < deadline)); do
-            # timeout: if something else grabbed the port, it may never reply.
-            if [[ "$(timeout 2 redis-cli -h 127.0.0.1 -p "$port" ping 2>/dev/null)" == "PONG" ]]; then
+            if pf_redis_pong "$port"; then
                 export PUSHFLEET_REDIS_URL="redis://127.0.0.1:$port"
                 return 0
             fi
