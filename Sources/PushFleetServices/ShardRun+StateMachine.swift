@@ -124,7 +124,9 @@ extension ShardRun {
         private var channelWasReset = false
         private var channelHalted = false
 
-        init(lease: ShardLease, run: UInt64, configuration: WorkerService.Configuration, now: ContinuousClock.Instant) {
+        /// - Parameter leasedAt: When the claim that granted `lease` was sent, by our clock: Redis
+        ///   started the lease after that, so a lease timed from there ends no later than Redis' own.
+        init(lease: ShardLease, run: UInt64, configuration: WorkerService.Configuration, leasedAt: ContinuousClock.Instant) {
             self.configuration = configuration
             self.run = run
             self.start = lease.cursor
@@ -132,9 +134,9 @@ extension ShardRun {
             self.answers = Array(repeating: .none, count: max(0, lease.tokenCount - lease.cursor))
             self.lowWater = lease.cursor
             self.handedUpTo = lease.cursor
-            self.lastCheckpoint = now
-            self.checkpointSentAt = now
-            self.lastConfirmed = now
+            self.lastCheckpoint = leasedAt
+            self.checkpointSentAt = leasedAt
+            self.lastConfirmed = leasedAt
         }
 
         /// Whether the run was told to stop (a drain, a campaign no longer running, a reset channel).
@@ -142,9 +144,9 @@ extension ShardRun {
 
         // MARK: - Inputs
 
-        /// The run begins: the lease was just granted.
+        /// The run begins: sending may go on until the lease granted at `leasedAt` nears its end.
         mutating func start(now: ContinuousClock.Instant) -> Action {
-            .extendWriteDeadline(until: self.writeDeadline(leaseFrom: now))
+            .extendWriteDeadline(until: self.writeDeadline(leaseFrom: self.lastConfirmed))
         }
 
         /// Outcomes from the channel; those of other runs, unknown positions and repeats are ignored.

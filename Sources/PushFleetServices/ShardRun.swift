@@ -22,8 +22,8 @@ struct ShardRun {
     private var machine: StateMachine
 
     init(
-        worker: WorkerService, lease: ShardLease, template: CampaignTemplate, slot: SlotContext, run: UInt64, drain: DrainSignal,
-        onFeedEnded: @escaping @Sendable () -> Void
+        worker: WorkerService, lease: ShardLease, leasedAt: ContinuousClock.Instant, template: CampaignTemplate, slot: SlotContext,
+        run: UInt64, drain: DrainSignal, onFeedEnded: @escaping @Sendable () -> Void
     ) {
         self.worker = worker
         self.lease = lease
@@ -32,7 +32,7 @@ struct ShardRun {
         self.run = run
         self.drain = drain
         self.onFeedEnded = onFeedEnded
-        self.machine = StateMachine(lease: lease, run: run, configuration: worker.configuration, now: .now)
+        self.machine = StateMachine(lease: lease, run: run, configuration: worker.configuration, leasedAt: leasedAt)
     }
 
     private var logger: Logger { self.worker.logger }

@@ -56,6 +56,8 @@ public final class WorkerService: Sendable {
 
     private struct Claim: Sendable {
         var lease: ShardLease
+        /// When the claim was sent: the lease is timed from here, never from when its answer came.
+        var leasedAt: ContinuousClock.Instant
         var template: CampaignTemplate
     }
 
@@ -109,8 +111,8 @@ public final class WorkerService: Sendable {
                         feeding = run
                         group.addTask { [context] in
                             var shard = ShardRun(
-                                worker: self, lease: claimed.lease, template: claimed.template, slot: context, run: run, drain: drain,
-                                onFeedEnded: { sink.yield(.feedEnded(run: run)) }
+                                worker: self, lease: claimed.lease, leasedAt: claimed.leasedAt, template: claimed.template, slot: context,
+                                run: run, drain: drain, onFeedEnded: { sink.yield(.feedEnded(run: run)) }
                             )
                             let ending = await shard.execute(inputs: inputs, continuation: continuation)
                             // A shard given up on stops the channel before its deadline is lifted.
@@ -174,10 +176,11 @@ public final class WorkerService: Sendable {
             guard let template = try await templates.get(candidate, queue: self.queue, transport: self.transport, logger: self.logger) else {
                 continue
             }
+            let asked = ContinuousClock.now
             if let lease = try await self.queue.claim(
                 campaign: candidate, worker: self.configuration.workerID, leaseMilliseconds: self.configuration.leaseMilliseconds
             ) {
-                return Claim(lease: lease, template: template)
+                return Claim(lease: lease, leasedAt: asked, template: template)
             }
         }
         return nil

@@ -44,7 +44,7 @@ struct ShardRunInterleavingTests {
             if holder >= 200 { return }
             let run = UInt64(holder) << 32
             let lease = ShardLease(campaign: UUID(), shard: 0, owner: "w|\(holder)", fence: holder, cursor: store.cursor, attempts: 0, tokenCount: count)
-            var machine = Machine(lease: lease, run: run, configuration: ShardRunStateMachineTests.configuration, now: clock)
+            var machine = Machine(lease: lease, run: run, configuration: ShardRunStateMachineTests.configuration, leasedAt: clock)
             // Everything from the cursor is handed over at once; answers come in a random order,
             // some twice; the holder may die before each one.
             var answers = Array(store.cursor..<count)

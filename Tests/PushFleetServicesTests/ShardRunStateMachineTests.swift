@@ -37,7 +37,7 @@ struct ShardRunStateMachineTests {
 
     /// A machine that has started and handed `handed` positions to the channel.
     static func started(cursor: Int = 0, count: Int = 10, handed: Int = 10) -> Machine {
-        var machine = Machine(lease: lease(cursor: cursor, count: count), run: run, configuration: configuration, now: t0)
+        var machine = Machine(lease: lease(cursor: cursor, count: count), run: run, configuration: configuration, leasedAt: t0)
         #expect(machine.start(now: t0) == .extendWriteDeadline(until: t0 + .seconds(2)))
         #expect(machine.writeDeadlineExtended(now: t0) == .none)
         #expect(machine.handing(upTo: handed, now: t0) == .none)
@@ -144,6 +144,18 @@ struct ShardRunStateMachineTests {
         #expect(machine.tick(now: Self.at(1_500)) == .checkpoint(CheckpointDelta(sequence: 1, cursor: 4, accepted: 4, resent: 5, retried: 2)))
         // Three seconds after the last confirmed checkpoint (the start), another worker may hold it.
         #expect(machine.checkpointFailed(now: Self.at(3_000)) == .end(.abandoned, giveBack: .init(resent: 5, retried: 2)))
+    }
+
+    @Test func theLeaseIsTimedFromTheClaimNotFromTheRunsStart() {
+        // The claim was sent at t0; its answer and the template took 800 ms before the run began.
+        var machine = Machine(lease: Self.lease(), run: Self.run, configuration: Self.configuration, leasedAt: Self.t0)
+        #expect(machine.start(now: Self.at(800)) == .extendWriteDeadline(until: Self.t0 + .seconds(2)))
+        #expect(machine.writeDeadlineExtended(now: Self.at(800)) == .none)
+        #expect(machine.handing(upTo: 4, now: Self.at(800)) == .none)
+        #expect(machine.outcomes(Self.accepted(0, 1, 2, 3), now: Self.at(900)) == .collectRepeats(fresh: false))
+        #expect(machine.repeatsCollected(.init(), now: Self.at(900)) == .checkpoint(CheckpointDelta(sequence: 1, cursor: 4, accepted: 4)))
+        // No answer until three seconds after the claim, not after the start: the lease may be gone.
+        #expect(machine.checkpointFailed(now: Self.at(3_000)) == .end(.abandoned, giveBack: .init()))
     }
 
     @Test func aLeaseLostMidWindowEndsTheRunAndGivesTheRepeatsBack() {
