@@ -6,8 +6,8 @@ extension CampaignStore {
     ///
     /// Counters and shard cursors are absolute and only ever raised. They come from one Redis
     /// snapshot, and every one of them only grows in Redis, so Postgres always holds one consistent
-    /// snapshot (the newest of any two written, field by field). `in_flight` is written only from
-    /// a snapshot numbered above the stored one. Events (rejections and
+    /// snapshot (the newest of any two written, field by field). `in_flight` and the shards' `sent`
+    /// marks are written only from a snapshot numbered above the stored one. Events (rejections and
     /// finished shards) are applied at most once: an update whose ``ProgressUpdate/lastEventID`` is not
     /// newer than the stored one (Redis stream order: milliseconds, then sequence; `0-0` lowest) is
     /// skipped whole, unless it carries no events (a counters-only update), whose counters are written.
@@ -27,12 +27,12 @@ extension CampaignStore {
         let id = update.campaign
         return try await self.withTransaction("apply progress to campaign \(id)") { connection in
             let rows = try await connection.query(
-                "SELECT app_id, last_event_ms, last_event_seq, queue_generation FROM campaigns WHERE campaign_id = \(id) FOR UPDATE",
+                "SELECT app_id, last_event_ms, last_event_seq, queue_generation, fold_sequence FROM campaigns WHERE campaign_id = \(id) FOR UPDATE",
                 logger: self.logger
             )
-            var stored: (app: Int64, event: StreamEventID, generation: Int)? = nil
-            for try await (app, ms, seq, generation) in rows.decode((Int64, Int64, Int64, Int).self) {
-                stored = (app, StreamEventID(milliseconds: ms, sequence: seq), generation)
+            var stored: (app: Int64, event: StreamEventID, generation: Int, fold: Int)? = nil
+            for try await (app, ms, seq, generation, fold) in rows.decode((Int64, Int64, Int64, Int, Int).self) {
+                stored = (app, StreamEventID(milliseconds: ms, sequence: seq), generation, fold)
             }
             guard let stored else { throw PostgresStoreError.unknownCampaign(id) }
             if let generation = update.generation, generation != stored.generation {
@@ -63,6 +63,17 @@ extension CampaignStore {
                     UPDATE campaign_shards s SET cursor = u.cursor, updated_at = now()
                     FROM unnest(\(shards), \(shards.map { update.cursors[$0]! })) AS u(shard, cursor)
                     WHERE s.campaign_id = \(id) AND s.shard = u.shard AND s.cursor < u.cursor
+                    """,
+                    logger: self.logger
+                )
+            }
+            if let fold = update.foldSequence, fold > stored.fold, !update.sentMarks.isEmpty {
+                let shards = update.sentMarks.keys.sorted()
+                try await connection.query(
+                    """
+                    UPDATE campaign_shards s SET sent = u.sent, updated_at = now()
+                    FROM unnest(\(shards), \(shards.map { update.sentMarks[$0]! })) AS u(shard, sent)
+                    WHERE s.campaign_id = \(id) AND s.shard = u.shard
                     """,
                     logger: self.logger
                 )

@@ -8,6 +8,8 @@ public struct QueueRecoveryPoint: Sendable, Hashable {
     public var launch: String?
     /// Each shard's cursor as last folded; the index is the shard id.
     public var cursors: [Int]
+    /// Each shard's `sent` mark in the fold that wrote its cursor (0 when none was folded); the index is the shard id.
+    public var sentMarks: [Int]
     /// Each shard's length; the index is the shard id.
     public var tokenCounts: [Int]
     /// Tokens handed to senders past their cursors at the last fold.
@@ -26,14 +28,17 @@ extension CampaignStore {
                 """
                 SELECT c.launch, c.in_flight, c.fold_sequence, c.queue_generation,
                        ARRAY(SELECT s.cursor FROM campaign_shards s WHERE s.campaign_id = c.campaign_id ORDER BY s.shard),
+                       ARRAY(SELECT s.sent FROM campaign_shards s WHERE s.campaign_id = c.campaign_id ORDER BY s.shard),
                        ARRAY(SELECT s.token_count FROM campaign_shards s WHERE s.campaign_id = c.campaign_id ORDER BY s.shard)
                 FROM campaigns c WHERE c.campaign_id = \(id)
                 """,
                 logger: self.logger
             )
-            for try await (launch, inFlight, fold, generation, cursors, counts) in rows.decode((String?, Int, Int, Int, [Int], [Int]).self) {
+            for try await (launch, inFlight, fold, generation, cursors, sent, counts) in rows.decode(
+                (String?, Int, Int, Int, [Int], [Int], [Int]).self
+            ) {
                 return QueueRecoveryPoint(
-                    launch: launch, cursors: cursors, tokenCounts: counts, inFlight: inFlight, foldSequence: fold, generation: generation
+                    launch: launch, cursors: cursors, sentMarks: sent, tokenCounts: counts, inFlight: inFlight, foldSequence: fold, generation: generation
                 )
             }
             return nil

@@ -37,6 +37,9 @@ public struct ProgressUpdate: Sendable {
     /// Shard cursors of the same snapshot as the counters (shard id → first index without an
     /// outcome); only those that changed need be given. Never lower a stored cursor.
     public var cursors: [Int: Int]
+    /// Shard `sent` marks of the same snapshot (shard id → the end of what was handed to senders);
+    /// only those that changed need be given. Written only with ``foldSequence`` newer than the stored one.
+    public var sentMarks: [Int: Int]
     /// Tokens handed to senders past their shard's cursor, in the same snapshot; nil keeps the stored value.
     public var inFlight: Int?
     /// The queue generation the snapshot was read from (``CampaignRecord/queueGeneration``): the
@@ -52,7 +55,7 @@ public struct ProgressUpdate: Sendable {
     public init(
         campaign: UUID, accepted: Int, rejected: [String: Int], resent: Int, retried: Int = 0, doneShards: Int,
         rejections: [AppliedRejection] = [], doneShardIDs: [Int] = [], lastEventID: String, cursors: [Int: Int] = [:],
-        inFlight: Int? = nil, generation: Int? = nil, foldSequence: Int? = nil
+        sentMarks: [Int: Int] = [:], inFlight: Int? = nil, generation: Int? = nil, foldSequence: Int? = nil
     ) {
         self.campaign = campaign
         self.accepted = accepted
@@ -64,6 +67,7 @@ public struct ProgressUpdate: Sendable {
         self.doneShardIDs = doneShardIDs
         self.lastEventID = lastEventID
         self.cursors = cursors
+        self.sentMarks = sentMarks
         self.inFlight = inFlight
         self.generation = generation
         self.foldSequence = foldSequence

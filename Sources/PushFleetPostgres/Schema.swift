@@ -12,7 +12,16 @@ enum Schema {
     /// Key of the transaction-scoped advisory lock that serializes concurrent migrations.
     static let migrationLockKey: Int64 = 0x5055_5348_4D49_4752  // "PUSHMIGR"
 
-    static var migrations: [Migration] { [version1, version2, version3, version4, version5, version6] }
+    static var migrations: [Migration] { [version1, version2, version3, version4, version5, version6, version7] }
+
+    private static var version7: Migration {
+        Migration(version: 7, name: "shard sent marks", statements: [
+            // Each shard's `sent` mark (the end of what was handed to senders) in the fold that
+            // wrote its cursor: when Redis loses the queue, re-sends of positions below it are
+            // counted by `in_flight`, and a worker's report of its lost run counts only those past it.
+            "ALTER TABLE campaign_shards ADD COLUMN sent integer NOT NULL DEFAULT 0",
+        ])
+    }
 
     private static var version6: Migration {
         Migration(version: 6, name: "queue snapshots", statements: [

@@ -30,6 +30,9 @@ struct CampaignKeys: Sendable {
     var attempts: [UInt8] { self.key("attempts") }
     /// HASH: shard id → `worker|fence#sequence` of the last checkpoint applied.
     var checkpoints: [UInt8] { self.key("ckseq") }
+    /// HASH (a rebuilt queue only): shard id → the end of the positions whose re-sending is counted
+    /// in `resent` already (see ``CampaignScripts/countLostRun``).
+    var rebuilt: [UInt8] { self.key("rebuilt") }
     /// LIST: shard ids given up on after too many attempts.
     var dead: [UInt8] { self.key("dead") }
     /// HASH: `accepted`, `resent`, `done_shards`, `rejected:<reason>`.
@@ -48,7 +51,7 @@ struct CampaignKeys: Sendable {
     /// Every key but the shard lists.
     var fixed: [[UInt8]] {
         [self.meta, self.pending, self.leases, self.owner, self.fence, self.cursor, self.sent, self.attempts, self.dead,
-         self.stats, self.events, self.checkpoints]
+         self.stats, self.events, self.checkpoints, self.rebuilt]
     }
 
     /// `SCAN` pattern matching every key of the campaign.

@@ -10,14 +10,18 @@ public struct QueueSnapshot: Hashable, Sendable {
     /// Shard id → the first index without an outcome; a finished shard's is its length. A shard
     /// without a checkpoint yet is absent (its cursor is 0).
     public var cursors: [Int: Int]
+    /// Shard id → the end of what was handed to senders (at or below the cursor when nothing is out).
+    /// A shard never claimed, or finished, is absent.
+    public var sentMarks: [Int: Int]
     /// Tokens handed to senders past their shard's cursor: possibly sent, not yet counted.
     public var inFlight: Int
     /// The snapshot's number: each snapshot of a queue is numbered above the one before.
     public var fold: Int
 
-    public init(counters: CampaignCounters, cursors: [Int: Int], inFlight: Int, fold: Int) {
+    public init(counters: CampaignCounters, cursors: [Int: Int], sentMarks: [Int: Int] = [:], inFlight: Int, fold: Int) {
         self.counters = counters
         self.cursors = cursors
+        self.sentMarks = sentMarks
         self.inFlight = inFlight
         self.fold = fold
     }
@@ -32,6 +36,9 @@ public struct QueueRestoration: Sendable {
     /// Per shard (the index is the shard id): its length, and its cursor as last folded.
     public var tokenCounts: [Int]
     public var cursors: [Int]
+    /// Per shard, its `sent` mark as last folded: the rebuild's `in_flight` count covers re-sends
+    /// up to here, and lost runs reported later only what lies past it.
+    public var sentMarks: [Int]
     /// Shards given up on: rebuilt, but in the dead list rather than pending.
     public var deadShards: [Int]
     /// Counters as last folded. `doneShards` is ignored: it is the count of shards whose cursor
@@ -44,13 +51,14 @@ public struct QueueRestoration: Sendable {
     public var fenceBase: Int
 
     public init(
-        descriptor: CampaignDescriptor, launch: String, tokenCounts: [Int], cursors: [Int], deadShards: [Int],
-        counters: CampaignCounters, fold: Int, fenceBase: Int
+        descriptor: CampaignDescriptor, launch: String, tokenCounts: [Int], cursors: [Int], sentMarks: [Int]? = nil,
+        deadShards: [Int], counters: CampaignCounters, fold: Int, fenceBase: Int
     ) {
         self.descriptor = descriptor
         self.launch = launch
         self.tokenCounts = tokenCounts
         self.cursors = cursors
+        self.sentMarks = sentMarks ?? cursors
         self.deadShards = deadShards
         self.counters = counters
         self.fold = fold
@@ -77,18 +85,12 @@ extension CampaignQueue {
                 "snapshot", CampaignScripts.snapshot, keys: [keys.meta, keys.stats, keys.cursor, keys.sent], arguments: []
             )
             if reply.isNull { return nil }
-            guard let parts = reply.array, parts.count == 4 else { throw connection.unexpected("the snapshot script", reply) }
-            let counters = try connection.counters(parts[0], "the snapshot script (stats)")
-            var cursors: [Int: Int] = [:]
-            for (shard, value) in try connection.fieldMap(parts[1], "the snapshot script (cursors)") {
-                guard let shard = Int(shard), let cursor = Int(String(decoding: value, as: UTF8.self)) else {
-                    throw connection.unexpected("the snapshot script (cursors)", parts[1])
-                }
-                cursors[shard] = cursor
-            }
+            guard let parts = reply.array, parts.count == 5 else { throw connection.unexpected("the snapshot script", reply) }
             return QueueSnapshot(
-                counters: counters, cursors: cursors, inFlight: try connection.integer(parts[2], "the snapshot script"),
-                fold: try connection.integer(parts[3], "the snapshot script")
+                counters: try connection.counters(parts[0], "the snapshot script (stats)"),
+                cursors: try connection.shardMarks(parts[1], "the snapshot script (cursors)"),
+                sentMarks: try connection.shardMarks(parts[4], "the snapshot script (sent)"),
+                inFlight: try connection.integer(parts[2], "the snapshot script"), fold: try connection.integer(parts[3], "the snapshot script")
             )
         }
     }
@@ -112,17 +114,23 @@ extension CampaignQueue {
             arguments.append(values.count.redisArgument)
             arguments += values
         }
-        section(descriptor.metaFields + [Array("launch".utf8), Array(restoration.launch.utf8), Array("fold".utf8), restoration.fold.redisArgument])
+        section(
+            descriptor.metaFields + [
+                Array("launch".utf8), Array(restoration.launch.utf8), Array("fold".utf8), restoration.fold.redisArgument,
+                Array("fence_base".utf8), restoration.fenceBase.redisArgument,
+            ]
+        )
         section(unfinished.filter { !dead.contains($0) }.map(\.redisArgument))
         section(unfinished.filter { dead.contains($0) }.map(\.redisArgument))
         section(restoration.cursors.indices.filter { restoration.cursors[$0] > 0 }.flatMap { [$0.redisArgument, restoration.cursors[$0].redisArgument] })
         var stats = restoration.counters
         stats.doneShards = done
         section(stats.fields)
+        section(unfinished.flatMap { [$0.redisArgument, max(restoration.cursors[$0], restoration.sentMarks[$0]).redisArgument] })
 
         let scriptKeys = [
             keys.meta, keys.pending, keys.cursor, keys.stats, keys.fence, keys.dead, keys.sent, keys.attempts, keys.leases, keys.owner,
-            keys.checkpoints, keys.events,
+            keys.checkpoints, keys.events, keys.rebuilt,
         ] + unfinished.map { keys.staged($0, launch: launch) } + unfinished.map { keys.shard($0) }
         return try await self.client.withConnection { [arguments] connection in
             let reply = try connection.checkedEvaluate("restore", CampaignScripts.restore, keys: scriptKeys, arguments: arguments)
@@ -143,6 +151,27 @@ extension CampaignQueue {
         }
     }
 
+    /// Counts as `resent` what a run of a lost queue handed to senders past what the rebuild counted
+    /// (see ``CampaignScripts/countLostRun``): the rebuilt queue sends those positions again.
+    /// - Parameters:
+    ///   - lease: The run's lease, of the queue that was lost.
+    ///   - reached: The end of the positions the run handed to its channel.
+    public func countLostRun(_ lease: ShardLease, reached: Int) async throws -> LostRunCount {
+        let keys = CampaignKeys(lease.campaign)
+        return try await self.client.withConnection { connection in
+            let reply = try connection.checkedEvaluate(
+                "countLostRun", CampaignScripts.countLostRun, keys: [keys.meta, keys.rebuilt, keys.stats],
+                arguments: [lease.shard.redisArgument, lease.fence.redisArgument, reached.redisArgument]
+            )
+            switch try connection.integer(reply, "the countLostRun script") {
+            case -1: return .queueMissing
+            case -2: return .sameQueue
+            case let count where count >= 0: return .counted(count)
+            default: throw connection.unexpected("the countLostRun script", reply)
+            }
+        }
+    }
+
     /// Deletes every key of the campaign (a queue Redis brought back from an old copy), keeping
     /// its active-set entry; ``restore(_:staged:)`` then rebuilds it.
     public func forget(campaign: UUID, shardCount: Int) async throws {
@@ -151,7 +180,27 @@ extension CampaignQueue {
     }
 }
 
+/// What ``CampaignQueue/countLostRun(_:reached:)`` did.
+public enum LostRunCount: Hashable, Sendable {
+    /// This many re-sends were counted (0: the rebuild or earlier reports had counted them all).
+    case counted(Int)
+    /// The campaign has no queue: not rebuilt yet, or over and removed.
+    case queueMissing
+    /// The run's lease was of the queue Redis holds now: it lost a lease, not the queue.
+    case sameQueue
+}
+
 extension RedisConnection {
+    /// Decodes a hash of shard id → integer (cursors, `sent` marks) as `HGETALL` returns it.
+    func shardMarks(_ reply: RedisReply, _ what: String) throws(RedisError) -> [Int: Int] {
+        var marks: [Int: Int] = [:]
+        for (shard, value) in try self.fieldMap(reply, what) {
+            guard let shard = Int(shard), let mark = Int(String(decoding: value, as: UTF8.self)) else { throw self.unexpected(what, reply) }
+            marks[shard] = mark
+        }
+        return marks
+    }
+
     /// Decodes a `pf:{C}:stats` hash as `HGETALL` returns it; `what` names the reply in errors.
     func counters(_ reply: RedisReply, _ what: String) throws(RedisError) -> CampaignCounters {
         var counters = CampaignCounters()

@@ -7,7 +7,8 @@ extension CampaignScripts {
     ///
     /// KEYS: 1 meta, 2 stats, 3 cursor, 4 sent.
     /// Returns nil when the meta hash is missing (the queue is gone), else {stats as HGETALL,
-    /// cursor as HGETALL, tokens handed to senders past their shard's cursor, the fold number}.
+    /// cursor as HGETALL, tokens handed to senders past their shard's cursor, the fold number, sent
+    /// as HGETALL}.
     static let snapshot = RedisScript(
         """
         if redis.call('EXISTS', KEYS[1]) == 0 then return false end
@@ -19,19 +20,21 @@ extension CampaignScripts {
           local cursor = tonumber(redis.call('HGET', KEYS[3], sent[i]) or '0')
           if mark > cursor then ahead = ahead + mark - cursor end
         end
-        return {redis.call('HGETALL', KEYS[2]), redis.call('HGETALL', KEYS[3]), ahead, fold}
+        return {redis.call('HGETALL', KEYS[2]), redis.call('HGETALL', KEYS[3]), ahead, fold, sent}
         """
     )
 
     /// Rebuilds a queue Redis lost from what Postgres kept, in one step: unless the meta hash exists
     /// (the campaign is in Redis after all), renames the staged shard lists into place, and writes
-    /// the meta hash, pending, dead, cursors, counters and a fence above any earlier one.
+    /// the meta hash, pending, dead, cursors, counters, the rebuilt marks and a fence above any
+    /// earlier one.
     ///
     /// KEYS: 1 meta, 2 pending, 3 cursor, 4 stats, 5 fence, 6 dead, 7 sent, 8 attempts, 9 leases,
-    ///       10 owner, 11 checkpoint sequences, 12 events, then the N staged lists, then the N shard lists.
-    /// ARGV: 1 N, 2 fence base, then five sections, each a count followed by that many values: meta
+    ///       10 owner, 11 checkpoint sequences, 12 events, 13 rebuilt, then the N staged lists, then
+    ///       the N shard lists.
+    /// ARGV: 1 N, 2 fence base, then six sections, each a count followed by that many values: meta
     ///       field/value pairs, pending shard ids, dead shard ids, cursor shard/value pairs, stats
-    ///       field/value pairs.
+    ///       field/value pairs, rebuilt shard/value pairs.
     /// Returns 1 if rebuilt now, 0 if the meta hash exists (nothing changed), -1 (nothing changed)
     /// if a staged list is missing.
     static let restore = RedisScript(
@@ -39,12 +42,12 @@ extension CampaignScripts {
         if redis.call('EXISTS', KEYS[1]) == 1 then return 0 end
         local n = tonumber(ARGV[1])
         for i = 1, n do
-          if redis.call('EXISTS', KEYS[12 + i]) == 0 then return -1 end
+          if redis.call('EXISTS', KEYS[13 + i]) == 0 then return -1 end
         end
-        for k = 2, 12 do redis.call('DEL', KEYS[k]) end
+        for k = 2, 13 do redis.call('DEL', KEYS[k]) end
         for i = 1, n do
-          redis.call('RENAME', KEYS[12 + i], KEYS[12 + n + i])
-          redis.call('PERSIST', KEYS[12 + n + i])
+          redis.call('RENAME', KEYS[13 + i], KEYS[13 + n + i])
+          redis.call('PERSIST', KEYS[13 + n + i])
         end
         redis.call('SET', KEYS[5], ARGV[2])
         local at = 3
@@ -61,7 +64,35 @@ extension CampaignScripts {
         each('RPUSH', KEYS[6])
         each('HSET', KEYS[3])
         each('HSET', KEYS[4])
+        each('HSET', KEYS[13])
         return 1
+        """
+    )
+
+    /// A worker's run of a shard ended without its outcomes saved because Redis lost the queue (its
+    /// lease, checkpoint, completion or release found nothing): counts the positions it handed to
+    /// senders that the rebuilt queue sends again as `resent`, once per position whoever reports.
+    ///
+    /// The rebuilt marks (shard → the end of the positions whose re-sending is counted already) start
+    /// at the folded `sent` mark, past which the rebuild's own count (`in_flight`) does not reach,
+    /// and each report raises its shard's. A shard without a mark was finished at the rebuild: it is
+    /// not sent again.
+    ///
+    /// KEYS: 1 meta, 2 rebuilt, 3 stats. ARGV: 1 shard, 2 the run's fence, 3 the end of what it handed out.
+    /// Returns the count added; -1 when the queue is missing (not rebuilt yet: report again later);
+    /// -2 when the run belongs to this queue (its fence is at or above the queue's base: it lost a
+    /// lease, not the queue, and the claim that follows counts its re-sends).
+    static let countLostRun = RedisScript(
+        """
+        if redis.call('EXISTS', KEYS[1]) == 0 then return -1 end
+        if tonumber(ARGV[2]) >= tonumber(redis.call('HGET', KEYS[1], 'fence_base') or '0') then return -2 end
+        local mark = redis.call('HGET', KEYS[2], ARGV[1])
+        if not mark then return 0 end
+        local reached = tonumber(ARGV[3])
+        if reached <= tonumber(mark) then return 0 end
+        redis.call('HSET', KEYS[2], ARGV[1], reached)
+        redis.call('HINCRBY', KEYS[3], 'resent', reached - tonumber(mark))
+        return reached - tonumber(mark)
         """
     )
 }

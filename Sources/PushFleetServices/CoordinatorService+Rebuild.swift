@@ -15,16 +15,17 @@ extension CoordinatorService {
     ///
     /// Each unfinished shard resumes at its folded cursor, so every outcome the counters hold
     /// stays counted once. What workers sent after that fold is sent again: the tokens the fold
-    /// saw in flight count as `resent`; those handed out after it (at most one coordinator
-    /// interval's worth) are re-sent without being counted. Rejections folded into the counters
-    /// but whose events were still in Redis keep their counts and lose their registry marks.
+    /// saw in flight count as `resent` here; those handed out after it are counted when the workers
+    /// that held them report their lost runs (``CampaignQueue/countLostRun(_:reached:)``), past each
+    /// shard's folded `sent` mark. Rejections folded into the counters but whose events were still
+    /// in Redis keep their counts and lose their registry marks.
     ///
     /// A campaign whose audience is not stored (launched before PushFleet stored audiences) cannot
     /// be rebuilt and fails with the reason.
     func rebuildQueue(of campaign: CampaignRecord) async throws {
         let id = campaign.id
         self.logger.error("Redis lost the campaign's queue; rebuilding it from Postgres", metadata: ["campaign": "\(id)"])
-        self.foldedCursors.withLock { $0[id] = nil }
+        self.lastFolded.withLock { $0[id] = nil }
         // First the generation: from here no fold of the lost queue can land, so what is read next
         // stays. Another coordinator that rebuilt it meanwhile has raised it, and this one stops.
         guard try await self.store.beginQueueRebuild(id, generation: campaign.queueGeneration) else { return }
@@ -37,7 +38,7 @@ extension CoordinatorService {
         }
         let restoration = QueueRestoration(
             descriptor: CampaignDescriptor(definition, status: CampaignQueueStatus(record.state)), launch: launch,
-            tokenCounts: point.tokenCounts, cursors: point.cursors, deadShards: record.deadShards,
+            tokenCounts: point.tokenCounts, cursors: point.cursors, sentMarks: point.sentMarks, deadShards: record.deadShards,
             counters: CampaignCounters(accepted: record.accepted, rejected: record.rejected, resent: record.resent, retried: record.retried),
             fold: point.foldSequence, fenceBase: QueueRestoration.fenceBase(generation: point.generation)
         )

@@ -75,9 +75,9 @@ public final class CoordinatorService: Sendable {
     let queue: CampaignQueue
     let store: CampaignStore
     let logger: Logger
-    /// Per campaign, the shard cursors this coordinator last wrote to Postgres: a fold writes only
-    /// the cursors that moved since. Forgotten when the campaign's queue goes.
-    let foldedCursors = Mutex<[UUID: [Int: Int]]>([:])
+    /// Per campaign, the snapshot this coordinator last wrote to Postgres: a fold writes only the
+    /// cursors and `sent` marks that moved since. Forgotten when the campaign's queue goes.
+    let lastFolded = Mutex<[UUID: QueueSnapshot]>([:])
 
     public init(configuration: Configuration, queue: CampaignQueue, store: CampaignStore, logger: Logger) {
         self.configuration = configuration
@@ -137,7 +137,7 @@ public final class CoordinatorService: Sendable {
         var behind = false
         let campaigns = try await self.store.campaigns(in: [.pending, .running, .paused, .cancelled])
         let served = Set(campaigns.map(\.id))
-        self.foldedCursors.withLock { cursors in cursors = cursors.filter { served.contains($0.key) } }
+        self.lastFolded.withLock { folded in folded = folded.filter { served.contains($0.key) } }
         for campaign in campaigns {
             await self.isolated(campaign, "serve") { behind = try await self.serve(campaign) || behind }
         }
@@ -268,7 +268,7 @@ public final class CoordinatorService: Sendable {
     private func removeQueue(of campaign: CampaignRecord) async throws {
         try await self.queue.remove(campaign: campaign.id, topic: campaign.topic, environment: campaign.environment)
         try await self.store.markQueueRemoved(campaign.id)
-        _ = self.foldedCursors.withLock { $0.removeValue(forKey: campaign.id) }
+        _ = self.lastFolded.withLock { $0.removeValue(forKey: campaign.id) }
     }
 
     /// Settles a cancelled campaign once no worker holds a shard of it: what was never sent is
@@ -310,8 +310,9 @@ public final class CoordinatorService: Sendable {
             return nil
         }
         let counters = snapshot.counters
-        let written = self.foldedCursors.withLock { $0[id] ?? [:] }
-        let moved = snapshot.cursors.filter { written[$0.key] != $0.value }
+        let written = self.lastFolded.withLock { $0[id] }
+        let moved = snapshot.cursors.filter { written?.cursors[$0.key] != $0.value }
+        let movedSent = snapshot.sentMarks.filter { written?.sentMarks[$0.key] != $0.value }
         let events = try await self.queue.events(campaign: id, after: campaign.lastEventID, count: self.configuration.eventsPerRound)
         var rejections: [AppliedRejection] = []
         var doneShards: [Int] = []
@@ -328,11 +329,11 @@ public final class CoordinatorService: Sendable {
             ProgressUpdate(
                 campaign: id, accepted: counters.accepted, rejected: counters.rejected, resent: counters.resent,
                 retried: counters.retried, doneShards: counters.doneShards, rejections: rejections, doneShardIDs: doneShards,
-                lastEventID: lastEventID, cursors: moved, inFlight: snapshot.inFlight, generation: campaign.queueGeneration,
-                foldSequence: snapshot.fold
+                lastEventID: lastEventID, cursors: moved, sentMarks: movedSent, inFlight: snapshot.inFlight,
+                generation: campaign.queueGeneration, foldSequence: snapshot.fold
             )
         )
-        if applied { self.foldedCursors.withLock { $0[id] = snapshot.cursors } }
+        if applied { self.lastFolded.withLock { $0[id] = snapshot } }
         if let last = events.last { try await self.queue.trimEvents(campaign: id, through: last.id) }
         return (counters, events.count < self.configuration.eventsPerRound)
     }

@@ -56,6 +56,42 @@ extension PipelineTests {
             }
         }
 
+        /// A run of the lost queue handed out more after the last fold than the fold saw in flight.
+        /// The rebuild counts what the fold saw; the worker's report of its run, once the queue is
+        /// rebuilt, counts the rest, once, however often or by whomever it is reported. A report
+        /// before the rebuild waits; a run of the rebuilt queue, or of a finished shard, counts nothing.
+        @Test func aRunOfTheLostQueueCountsWhatItHandedOutAfterTheFold() async throws {
+            try await CoordinatorHarness.run { h in
+                let c = try await h.launch(tokens: 6)
+                let done = try #require(try await h.queue.claim(campaign: c, worker: "before", leaseMilliseconds: 30_000))
+                _ = try #require(try await h.queue.read(done, from: 0, count: 2))
+                #expect(try await h.queue.checkpoint(done, CheckpointDelta(sequence: 1, cursor: 2, accepted: 2), leaseMilliseconds: 30_000) == .ok(.running))
+                #expect(try await h.queue.complete(done))
+                let lost = try #require(try await h.queue.claim(campaign: c, worker: "before", leaseMilliseconds: 30_000))
+                #expect(try await h.queue.read(lost, from: 0, count: 1)?.count == 1)
+                try await h.coordinator.round()
+                #expect(try await h.store.recoveryPoint(c)?.sentMarks[lost.shard] == 1, "the fold keeps the shard's sent mark")
+                #expect(try await h.queue.read(lost, from: 1, count: 1)?.count == 1, "handed out after the fold")
+                try await h.loseQueue(of: c)
+
+                #expect(try await h.queue.countLostRun(lost, reached: 2) == .queueMissing)
+                try await h.coordinator.round()
+                #expect(try await h.store.campaign(c)?.resent == 1, "the rebuild counts the token in flight at the fold")
+                #expect(try await h.queue.countLostRun(lost, reached: 2) == .counted(1))
+                #expect(try await h.queue.countLostRun(lost, reached: 2) == .counted(0), "a report repeated counts nothing more")
+                #expect(try await h.queue.countLostRun(done, reached: 2) == .counted(0), "a shard finished before the loss is not sent again")
+                let fresh = try #require(try await h.queue.claim(campaign: c, worker: "after", leaseMilliseconds: 30_000))
+                #expect(try await h.queue.countLostRun(fresh, reached: 2) == .sameQueue)
+                #expect(try await h.queue.release(fresh, cursor: 0, countAttempt: false))
+
+                try await h.finishEveryShard(of: c)
+                try await h.coordinator.round()
+                let record = try #require(try await h.store.campaign(c))
+                #expect(record.state == .completed)
+                #expect((record.accepted, record.pending, record.resent) == (6, 0, 2))
+            }
+        }
+
         /// Redis brought back from an old copy (a stale RDB file, a replica behind its primary):
         /// the queue exists but holds fewer outcomes than Postgres has folded. The coordinator
         /// deletes it and rebuilds it; shards finished since the copy are not sent again.
