@@ -151,6 +151,31 @@ extension CampaignQueue {
         }
     }
 
+    /// Records that Postgres now holds the snapshot numbered `fold` (see ``foldState(campaign:)``).
+    public func markFolded(campaign: UUID, fold: Int) async throws {
+        let keys = CampaignKeys(campaign)
+        try await self.client.withConnection { connection in
+            _ = try connection.checkedEvaluate("markFolded", CampaignScripts.markFolded, keys: [keys.meta], arguments: [fold.redisArgument])
+        }
+    }
+
+    /// Where the campaign's queue stands between Redis and Postgres; nil when Redis has no queue
+    /// for it (lost and not rebuilt yet, or over and removed).
+    public func foldState(campaign: UUID) async throws -> QueueFoldState? {
+        let keys = CampaignKeys(campaign)
+        return try await self.client.withConnection { connection -> QueueFoldState? in
+            let reply = try connection.checkedCommand(RedisCommand.arguments("HMGET", keys.meta, "status", "fence_base", "fold", "folded"))
+            guard case .array(let fields) = reply, fields.count == 4 else { throw connection.unexpected("HMGET of the meta hash", reply) }
+            guard fields[0].string != nil else { return nil }
+            func number(_ reply: RedisReply) throws(RedisError) -> Int {
+                guard let text = reply.string else { return 0 }
+                guard let value = Int(text) else { throw connection.unexpected("HMGET of the meta hash", reply) }
+                return value
+            }
+            return QueueFoldState(fenceBase: try number(fields[1]), fold: try number(fields[2]), folded: try number(fields[3]))
+        }
+    }
+
     /// Counts as `resent` what a run of a lost queue handed to senders past what the rebuild counted
     /// (see ``CampaignScripts/countLostRun``): the rebuilt queue sends those positions again.
     /// - Parameters:
@@ -177,6 +202,23 @@ extension CampaignQueue {
     public func forget(campaign: UUID, shardCount: Int) async throws {
         let keys = CampaignKeys(campaign)
         try await self.client.withConnection { connection in try CampaignQueue.deleteAll(keys, shardCount: shardCount, on: connection) }
+    }
+}
+
+/// A queue's generation and snapshot numbers, as a worker needs them to know whether a run it
+/// ended is safe in Postgres (``CampaignQueue/foldState(campaign:)``).
+public struct QueueFoldState: Hashable, Sendable {
+    /// Every fence of this queue is at or above it; a lease below it was of a queue Redis lost.
+    public var fenceBase: Int
+    /// The number of the last snapshot taken.
+    public var fold: Int
+    /// The number of the last snapshot Postgres holds.
+    public var folded: Int
+
+    public init(fenceBase: Int, fold: Int, folded: Int) {
+        self.fenceBase = fenceBase
+        self.fold = fold
+        self.folded = folded
     }
 }
 

@@ -69,9 +69,23 @@ extension CampaignScripts {
         """
     )
 
-    /// A worker's run of a shard ended without its outcomes saved because Redis lost the queue (its
-    /// lease, checkpoint, completion or release found nothing): counts the positions it handed to
-    /// senders that the rebuilt queue sends again as `resent`, once per position whoever reports.
+    /// Records that Postgres holds the snapshot numbered `fold`: what the queue did before that
+    /// snapshot survives the queue's loss. Never lowers it; never creates the meta hash.
+    ///
+    /// KEYS: 1 meta. ARGV: 1 the snapshot number. Returns 1, or 0 when the meta hash is missing.
+    static let markFolded = RedisScript(
+        """
+        if redis.call('EXISTS', KEYS[1]) == 0 then return 0 end
+        if tonumber(redis.call('HGET', KEYS[1], 'folded') or '0') < tonumber(ARGV[1]) then
+          redis.call('HSET', KEYS[1], 'folded', ARGV[1])
+        end
+        return 1
+        """
+    )
+
+    /// A worker's run of a shard of a queue Redis lost (its fence is below the rebuilt queue's base):
+    /// counts the positions it handed to senders that the rebuilt queue sends again as `resent`,
+    /// once per position whoever reports.
     ///
     /// The rebuilt marks (shard → the end of the positions whose re-sending is counted already) start
     /// at the folded `sent` mark, past which the rebuild's own count (`in_flight`) does not reach,

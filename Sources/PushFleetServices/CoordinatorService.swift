@@ -333,7 +333,11 @@ public final class CoordinatorService: Sendable {
                 generation: campaign.queueGeneration, foldSequence: snapshot.fold
             )
         )
-        if applied { self.lastFolded.withLock { $0[id] = snapshot } }
+        if applied {
+            self.lastFolded.withLock { $0[id] = snapshot }
+            // Workers keep the runs they ended until Postgres holds a snapshot taken after them.
+            try await self.queue.markFolded(campaign: id, fold: snapshot.fold)
+        }
         if let last = events.last { try await self.queue.trimEvents(campaign: id, through: last.id) }
         return (counters, events.count < self.configuration.eventsPerRound)
     }

@@ -129,21 +129,19 @@ struct ShardRun {
             case .complete:
                 if (try? await self.worker.queue.complete(self.lease)) != true {
                     self.logger.warning("lease lost at completion", metadata: self.metadata)
-                    self.worker.lostRuns.record(self.lease, reached: self.machine.handedUpTo)
                 }
+                self.worker.endedRuns.record(self.lease, reached: self.machine.handedUpTo)
                 return .completed
             case .release(let cursor, let ending):
-                if (try? await self.worker.queue.release(self.lease, cursor: cursor, countAttempt: false)) != true {
-                    self.worker.lostRuns.record(self.lease, reached: self.machine.handedUpTo)
-                }
+                _ = try? await self.worker.queue.release(self.lease, cursor: cursor, countAttempt: false)
+                self.worker.endedRuns.record(self.lease, reached: self.machine.handedUpTo)
                 return ending
             case .end(let ending, let giveBack):
                 if ending == .abandoned {
                     self.logger.warning("no checkpoint for a whole lease; dropping the shard", metadata: self.metadata)
                 }
                 self.slot.returnRepeats((giveBack.resent, giveBack.retried))
-                // Lost to another holder, or with the whole queue: only a rebuilt queue counts it.
-                self.worker.lostRuns.record(self.lease, reached: self.machine.handedUpTo)
+                self.worker.endedRuns.record(self.lease, reached: self.machine.handedUpTo)
                 return ending
             }
         }

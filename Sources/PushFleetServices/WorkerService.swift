@@ -23,8 +23,8 @@ public final class WorkerService: Sendable {
     let queue: CampaignQueue
     let transport: DeliveryTransport
     let logger: Logger
-    /// Runs that ended without their outcomes saved, reported once Redis holds their queue again.
-    let lostRuns = LostRuns()
+    /// Runs ended whose work Postgres may not hold yet: counted if Redis loses their queue first.
+    let endedRuns = EndedRuns()
 
     public init(configuration: Configuration, queue: CampaignQueue, transport: DeliveryTransport, logger: Logger) {
         self.configuration = configuration
@@ -167,7 +167,7 @@ public final class WorkerService: Sendable {
 
     /// Claims a shard of `campaign`, or of any active campaign of this topic and environment when nil.
     private func claim(campaign: UUID?, templates: TemplateCache) async throws -> Claim? {
-        await self.lostRuns.reportDue(to: self.queue, logger: self.logger)
+        await self.endedRuns.reportDue(to: self.queue, logger: self.logger)
         let candidates: [UUID]
         if let campaign {
             candidates = [campaign]

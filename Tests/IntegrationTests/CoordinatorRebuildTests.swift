@@ -1,8 +1,9 @@
 import Foundation
+import Logging
 import PushFleetCore
 import PushFleetPostgres
 import PushFleetRedis
-import PushFleetServices
+@testable import PushFleetServices
 import PushFleetTestSupport
 import Testing
 
@@ -83,6 +84,57 @@ extension PipelineTests {
                 let fresh = try #require(try await h.queue.claim(campaign: c, worker: "after", leaseMilliseconds: 30_000))
                 #expect(try await h.queue.countLostRun(fresh, reached: 2) == .sameQueue)
                 #expect(try await h.queue.release(fresh, cursor: 0, countAttempt: false))
+
+                try await h.finishEveryShard(of: c)
+                try await h.coordinator.round()
+                let record = try #require(try await h.store.campaign(c))
+                #expect(record.state == .completed)
+                #expect((record.accepted, record.pending, record.resent) == (6, 0, 2))
+            }
+        }
+
+        /// A worker's ended runs (``EndedRuns``, against the real queue): one that ended before
+        /// the queue was lost is kept until Postgres holds a snapshot taken after it, then
+        /// forgotten; one that completed its shard after the last fold waits while the queue is
+        /// missing, and once it is rebuilt its whole shard, sent again, is counted as resent.
+        @Test func aWorkersEndedRunsAreForgottenOnceFoldedAndCountedIfTheirQueueIsLost() async throws {
+            try await CoordinatorHarness.run { h in
+                let runs = EndedRuns()
+                let logger = Logger(label: "pushfleet.test.ended-runs")
+                var clock = ContinuousClock.now
+                func report() async {
+                    clock = clock + .seconds(1)
+                    await runs.reportDue(to: h.queue, logger: logger, now: clock)
+                }
+                let c = try await h.launch(tokens: 6)
+                let first = try #require(try await h.queue.claim(campaign: c, worker: "w", leaseMilliseconds: 30_000))
+                _ = try #require(try await h.queue.read(first, from: 0, count: 2))
+                #expect(try await h.queue.checkpoint(first, CheckpointDelta(sequence: 1, cursor: 2, accepted: 2), leaseMilliseconds: 30_000) == .ok(.running))
+                #expect(try await h.queue.complete(first))
+                runs.record(first, reached: 2)
+                await report()
+                await report()
+                #expect(runs.count == 1, "kept: no snapshot taken after it is in Postgres yet")
+                try await h.coordinator.round()
+                let state = try #require(try await h.queue.foldState(campaign: c))
+                #expect(state.folded == state.fold, "the coordinator marks the snapshot it folded")
+                await report()
+                #expect(runs.count == 0, "a snapshot taken after the first report is in Postgres")
+
+                let second = try #require(try await h.queue.claim(campaign: c, worker: "w", leaseMilliseconds: 30_000))
+                _ = try #require(try await h.queue.read(second, from: 0, count: 2))
+                #expect(try await h.queue.checkpoint(second, CheckpointDelta(sequence: 1, cursor: 2, accepted: 2), leaseMilliseconds: 30_000) == .ok(.running))
+                #expect(try await h.queue.complete(second))
+                runs.record(second, reached: 2)
+                await report()
+                try await h.loseQueue(of: c)
+                await report()
+                #expect(runs.count == 1, "kept while the queue is missing")
+                try await h.coordinator.round()
+                await report()
+                #expect(runs.count == 0)
+                try await h.coordinator.round()
+                #expect(try await h.store.campaign(c)?.resent == 2, "the completed shard goes out again and is counted")
 
                 try await h.finishEveryShard(of: c)
                 try await h.coordinator.round()
