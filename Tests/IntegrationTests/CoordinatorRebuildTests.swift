@@ -107,10 +107,7 @@ extension PipelineTests {
                     await runs.reportDue(to: h.queue, logger: logger, now: clock)
                 }
                 let c = try await h.launch(tokens: 6)
-                let first = try #require(try await h.queue.claim(campaign: c, worker: "w", leaseMilliseconds: 30_000))
-                _ = try #require(try await h.queue.read(first, from: 0, count: 2))
-                #expect(try await h.queue.checkpoint(first, CheckpointDelta(sequence: 1, cursor: 2, accepted: 2), leaseMilliseconds: 30_000) == .ok(.running))
-                #expect(try await h.queue.complete(first))
+                let first = try await h.sendNextShard(of: c)
                 runs.record(first, reached: 2)
                 await report()
                 await report()
@@ -121,10 +118,7 @@ extension PipelineTests {
                 await report()
                 #expect(runs.count == 0, "a snapshot taken after the first report is in Postgres")
 
-                let second = try #require(try await h.queue.claim(campaign: c, worker: "w", leaseMilliseconds: 30_000))
-                _ = try #require(try await h.queue.read(second, from: 0, count: 2))
-                #expect(try await h.queue.checkpoint(second, CheckpointDelta(sequence: 1, cursor: 2, accepted: 2), leaseMilliseconds: 30_000) == .ok(.running))
-                #expect(try await h.queue.complete(second))
+                let second = try await h.sendNextShard(of: c)
                 runs.record(second, reached: 2)
                 await report()
                 try await h.loseQueue(of: c)
@@ -221,6 +215,16 @@ extension PipelineTests {
 }
 
 extension CoordinatorHarness {
+    /// Claims the next shard, reads it whole (as a sender would), checkpoints it accepted and completes it.
+    func sendNextShard(of id: UUID) async throws -> ShardLease {
+        let lease = try #require(try await self.queue.claim(campaign: id, worker: "w", leaseMilliseconds: 30_000))
+        #expect(try await self.queue.read(lease, from: lease.cursor, count: lease.tokenCount)?.count == lease.tokenCount - lease.cursor)
+        let delta = CheckpointDelta(sequence: 1, cursor: lease.tokenCount, accepted: lease.tokenCount - lease.cursor)
+        #expect(try await self.queue.checkpoint(lease, delta, leaseMilliseconds: 30_000) == .ok(.running))
+        #expect(try await self.queue.complete(lease))
+        return lease
+    }
+
     /// What `FLUSHALL` does to one campaign: every key gone, and its active-set entry.
     func loseQueue(of id: UUID) async throws {
         for key in try await self.keys(id) { _ = try await self.redis("DEL", key) }
