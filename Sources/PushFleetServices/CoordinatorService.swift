@@ -105,6 +105,9 @@ public final class CoordinatorService: Sendable {
     /// Rounds until drained, or until cancelled: the store cancels this when the leadership
     /// connection is lost (Postgres stopped, a network cut), and `run` then contends again.
     private func lead(until drain: DrainSignal) async {
+        // Another leader may have written since this one last led: what it remembers writing is
+        // no longer what Postgres holds (`sent` marks may have been lowered since, and rewritten).
+        self.lastFolded.withLock { $0.removeAll() }
         var lastFeedbackPoll: ContinuousClock.Instant? = nil
         var lastPrune: ContinuousClock.Instant? = nil
         while !drain.isTriggered && !Task.isCancelled {
@@ -335,8 +338,13 @@ public final class CoordinatorService: Sendable {
         )
         if applied {
             self.lastFolded.withLock { $0[id] = snapshot }
-            // Workers keep the runs they ended until Postgres holds a snapshot taken after them.
-            try await self.queue.markFolded(campaign: id, fold: snapshot.fold)
+            // Workers keep the runs they ended until Postgres holds a snapshot taken after them;
+            // if this fails they keep them a round longer, and the round goes on.
+            do {
+                try await self.queue.markFolded(campaign: id, fold: snapshot.fold)
+            } catch {
+                self.logger.warning("cannot mark the fold in Redis", metadata: ["campaign": "\(id)", "error": "\(error)"])
+            }
         }
         if let last = events.last { try await self.queue.trimEvents(campaign: id, through: last.id) }
         return (counters, events.count < self.configuration.eventsPerRound)

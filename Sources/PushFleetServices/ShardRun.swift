@@ -20,6 +20,9 @@ struct ShardRun {
     /// Called once, when every token was handed to the channel or feeding stopped.
     let onFeedEnded: @Sendable () -> Void
     private var machine: StateMachine
+    /// The end of what the feeder read, raised before the machine hears of it (``SlotInput/handing(upTo:)``
+    /// may still be queued when the run ends).
+    private let readMark: ReadMark
 
     init(
         worker: WorkerService, lease: ShardLease, leasedAt: ContinuousClock.Instant, template: CampaignTemplate, slot: SlotContext,
@@ -33,6 +36,7 @@ struct ShardRun {
         self.drain = drain
         self.onFeedEnded = onFeedEnded
         self.machine = StateMachine(lease: lease, run: run, configuration: worker.configuration, leasedAt: leasedAt)
+        self.readMark = ReadMark(lease.cursor)
     }
 
     private var logger: Logger { self.worker.logger }
@@ -130,18 +134,18 @@ struct ShardRun {
                 if (try? await self.worker.queue.complete(self.lease)) != true {
                     self.logger.warning("lease lost at completion", metadata: self.metadata)
                 }
-                self.worker.endedRuns.record(self.lease, reached: self.machine.handedUpTo)
+                self.worker.endedRuns.record(self.lease, reached: max(self.machine.handedUpTo, self.readMark.value))
                 return .completed
             case .release(let cursor, let ending):
                 _ = try? await self.worker.queue.release(self.lease, cursor: cursor, countAttempt: false)
-                self.worker.endedRuns.record(self.lease, reached: self.machine.handedUpTo)
+                self.worker.endedRuns.record(self.lease, reached: max(self.machine.handedUpTo, self.readMark.value))
                 return ending
             case .end(let ending, let giveBack):
                 if ending == .abandoned {
                     self.logger.warning("no checkpoint for a whole lease; dropping the shard", metadata: self.metadata)
                 }
                 self.slot.returnRepeats((giveBack.resent, giveBack.retried))
-                self.worker.endedRuns.record(self.lease, reached: self.machine.handedUpTo)
+                self.worker.endedRuns.record(self.lease, reached: max(self.machine.handedUpTo, self.readMark.value))
                 return ending
             }
         }
@@ -156,6 +160,7 @@ struct ShardRun {
         let template = self.template
         let logger = self.logger
         let onFeedEnded = self.onFeedEnded
+        let readMark = self.readMark
         return Task {
             var next = lease.cursor
             defer {
@@ -169,6 +174,7 @@ struct ShardRun {
                         return
                     }
                     if tokens.isEmpty { return }
+                    readMark.raise(to: next + tokens.count)
                     continuation.yield(.handing(upTo: next + tokens.count))
                     try await channel.send(tokens, firstTag: run | UInt64(next), template: template)
                     next += tokens.count
@@ -184,6 +190,14 @@ struct ShardRun {
     private var metadata: Logger.Metadata {
         ["campaign": "\(self.lease.campaign)", "shard": "\(self.lease.shard)", "fence": "\(self.lease.fence)"]
     }
+}
+
+/// The end of the positions a feeder read from Redis (and so may have written).
+final class ReadMark: Sendable {
+    private let mark: Atomic<Int>
+    init(_ start: Int) { self.mark = Atomic(start) }
+    func raise(to end: Int) { self.mark.store(end, ordering: .releasing) }
+    var value: Int { self.mark.load(ordering: .acquiring) }
 }
 
 /// Tells a feeder to stop after the window it is sending.
