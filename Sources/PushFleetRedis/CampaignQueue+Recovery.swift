@@ -18,7 +18,7 @@ public struct QueueSnapshot: Hashable, Sendable {
     /// The snapshot's number: each snapshot of a queue is numbered above the one before.
     public var fold: Int
 
-    public init(counters: CampaignCounters, cursors: [Int: Int], sentMarks: [Int: Int] = [:], inFlight: Int, fold: Int) {
+    public init(counters: CampaignCounters, cursors: [Int: Int], sentMarks: [Int: Int], inFlight: Int, fold: Int) {
         self.counters = counters
         self.cursors = cursors
         self.sentMarks = sentMarks
@@ -51,14 +51,14 @@ public struct QueueRestoration: Sendable {
     public var fenceBase: Int
 
     public init(
-        descriptor: CampaignDescriptor, launch: String, tokenCounts: [Int], cursors: [Int], sentMarks: [Int]? = nil,
+        descriptor: CampaignDescriptor, launch: String, tokenCounts: [Int], cursors: [Int], sentMarks: [Int],
         deadShards: [Int], counters: CampaignCounters, fold: Int, fenceBase: Int
     ) {
         self.descriptor = descriptor
         self.launch = launch
         self.tokenCounts = tokenCounts
         self.cursors = cursors
-        self.sentMarks = sentMarks ?? cursors
+        self.sentMarks = sentMarks
         self.deadShards = deadShards
         self.counters = counters
         self.fold = fold
@@ -214,12 +214,6 @@ public struct QueueFoldState: Hashable, Sendable {
     public var fold: Int
     /// The number of the last snapshot Postgres holds.
     public var folded: Int
-
-    public init(fenceBase: Int, fold: Int, folded: Int) {
-        self.fenceBase = fenceBase
-        self.fold = fold
-        self.folded = folded
-    }
 }
 
 /// What ``CampaignQueue/countLostRun(_:reached:)`` did.

@@ -104,7 +104,7 @@ extension ShardRun {
         private var unsavedAccepted = 0
         private var unsavedRejections: [Rejection] = []
         /// Positions below this may have been written (the feeder says so before it sends).
-        private(set) var handedUpTo: Int
+        private var handedUpTo: Int
         private var feedEnded = false
         /// Positions handed over without an outcome when the run gave up: reported as re-sent.
         private var extraResent = 0

@@ -20,8 +20,8 @@ struct ShardRun {
     /// Called once, when every token was handed to the channel or feeding stopped.
     let onFeedEnded: @Sendable () -> Void
     private var machine: StateMachine
-    /// The end of what the feeder read, raised before the machine hears of it (``SlotInput/handing(upTo:)``
-    /// may still be queued when the run ends).
+    /// The end of what the feeder read, raised before it tells the machine (a ``SlotInput/handing(upTo:)``
+    /// may still be queued when the run ends): what the run may have written.
     private let readMark: ReadMark
 
     init(
@@ -43,6 +43,8 @@ struct ShardRun {
 
     /// Works the shard until it is completed, released or lost.
     mutating func execute(inputs: AsyncStream<SlotInput>, continuation: AsyncStream<SlotInput>.Continuation) async -> Ending {
+        // However the run ends, the worker keeps it until Postgres holds it (see ``EndedRuns``).
+        defer { self.worker.endedRuns.record(self.lease, reached: self.readMark.value) }
         let stop = StopFlag()
         if let ending = await self.perform(self.machine.start(now: .now), stop: stop) { return ending }
         let feeder = self.startFeeder(stop: stop, continuation: continuation)
@@ -134,18 +136,15 @@ struct ShardRun {
                 if (try? await self.worker.queue.complete(self.lease)) != true {
                     self.logger.warning("lease lost at completion", metadata: self.metadata)
                 }
-                self.worker.endedRuns.record(self.lease, reached: max(self.machine.handedUpTo, self.readMark.value))
                 return .completed
             case .release(let cursor, let ending):
                 _ = try? await self.worker.queue.release(self.lease, cursor: cursor, countAttempt: false)
-                self.worker.endedRuns.record(self.lease, reached: max(self.machine.handedUpTo, self.readMark.value))
                 return ending
             case .end(let ending, let giveBack):
                 if ending == .abandoned {
                     self.logger.warning("no checkpoint for a whole lease; dropping the shard", metadata: self.metadata)
                 }
                 self.slot.returnRepeats((giveBack.resent, giveBack.retried))
-                self.worker.endedRuns.record(self.lease, reached: max(self.machine.handedUpTo, self.readMark.value))
                 return ending
             }
         }

@@ -160,17 +160,28 @@ struct CoordinatorHarness {
     /// What a worker would do without APNs: every shard claimed, all its tokens from the cursor on
     /// accepted, completed.
     func finishEveryShard(of id: UUID) async throws {
-        while try await self.finishNextShard(of: id) {}
+        while try await self.finishNextShard(of: id) != nil {}
     }
 
-    /// The same for the next pending shard only. - Returns: false when none was pending.
+    /// The same for the next pending shard only; `reading` reads its tokens first, as a sender
+    /// would (raising the shard's `sent` mark). - Returns: its lease, or nil when none was pending.
     @discardableResult
-    func finishNextShard(of id: UUID) async throws -> Bool {
-        guard let lease = try await self.queue.claim(campaign: id, worker: "isolation", leaseMilliseconds: 30_000) else { return false }
+    func finishNextShard(of id: UUID, reading: Bool = false) async throws -> ShardLease? {
+        guard let lease = try await self.queue.claim(campaign: id, worker: "isolation", leaseMilliseconds: 30_000) else { return nil }
+        if reading {
+            #expect(try await self.queue.read(lease, from: lease.cursor, count: lease.tokenCount)?.count == lease.tokenCount - lease.cursor)
+        }
         let delta = CheckpointDelta(sequence: 1, cursor: lease.tokenCount, accepted: lease.tokenCount - lease.cursor)
         #expect(try await self.queue.checkpoint(lease, delta, leaseMilliseconds: 30_000) == .ok(.running))
         #expect(try await self.queue.complete(lease))
-        return true
+        return lease
+    }
+
+    /// Every shard finished, then a coordinator round: the campaign's record after it.
+    func finishEveryShardAndFold(of id: UUID) async throws -> CampaignRecord {
+        try await self.finishEveryShard(of: id)
+        try await self.coordinator.round()
+        return try #require(try await self.store.campaign(id))
     }
 
     func redis(_ parts: any RedisArgumentConvertible...) async throws -> RedisReply {

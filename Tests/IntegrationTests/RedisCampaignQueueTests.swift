@@ -32,7 +32,7 @@ import Testing
         #expect(try await queue.counters(campaign: fixture.campaign).doneShards == 1)
         // The finished shard's cursor stays at its length: the snapshot says which shards the counters finished.
         #expect(try await queue.snapshot(campaign: fixture.campaign) == QueueSnapshot(
-            counters: CampaignCounters(accepted: 2, rejected: ["BadDeviceToken": 1], doneShards: 1), cursors: [0: 3], inFlight: 0, fold: 1
+            counters: CampaignCounters(accepted: 2, rejected: ["BadDeviceToken": 1], doneShards: 1), cursors: [0: 3], sentMarks: [:], inFlight: 0, fold: 1
         ))
         #expect(try await queue.leaseCount(campaign: fixture.campaign) == 0)
         let after = try await queue.events(campaign: fixture.campaign, after: try #require(first.last).id, count: 100)
