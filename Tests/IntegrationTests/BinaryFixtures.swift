@@ -65,7 +65,11 @@ struct BinaryFixture {
         ).makeConfiguration()
     }
 
-    /// Sender settings for tests: a proof every `confirmEvery` frames.
+    /// Sender settings for tests: a proof every `confirmEvery` frames. The simulator answers every
+    /// sentinel, so the wait for that answer is long. With the 5-second default, CI (the suites in
+    /// parallel on two cores) once saw a clean run write one window of 1,000 frames again with one
+    /// error response fewer than the simulator sent: a sentinel answered after the sender had
+    /// rightly given the connection up. Tests that want that path close the connection themselves.
     func senderConfiguration(confirmEvery: Int = 1_000) throws -> BinarySender.Configuration {
         BinarySender.Configuration(
             host: "127.0.0.1",
@@ -73,6 +77,7 @@ struct BinaryFixture {
             tls: try self.clientTLS(),
             serverHostname: "localhost",
             confirmEvery: confirmEvery,
+            confirmationTimeout: .seconds(60),
             backoff: Backoff(initial: 10_000_000, maximum: 500_000_000)
         )
     }

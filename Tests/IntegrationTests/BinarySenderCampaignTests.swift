@@ -67,6 +67,7 @@ import Testing
                 total.statistics.errorResponses += outcome.statistics.errorResponses
                 total.statistics.unmatchedErrors += outcome.statistics.unmatchedErrors
                 total.statistics.sentinels += outcome.statistics.sentinels
+                total.statistics.confirmationTimeouts += outcome.statistics.confirmationTimeouts
             }
             return total
         }
@@ -102,6 +103,7 @@ import Testing
         #expect(Set(snapshot.rejected.keys).isSubset(of: ["InvalidToken", "MissingDeviceToken"]))
         #expect((snapshot.rejected["MissingDeviceToken"] ?? 0) <= outcome.statistics.sentinels)
         #expect(outcome.statistics.errorResponses == invalid.count + (snapshot.rejected["MissingDeviceToken"] ?? 0))
+        #expect(outcome.statistics.confirmationTimeouts == 0, "every sentinel answered within the wait")
         #expect(outcome.statistics.framesResentAfterSilentClose == 0)
         #expect(outcome.statistics.framesWritten == Self.tokenCount + outcome.statistics.framesResent)
     }
