@@ -1,7 +1,7 @@
 import Foundation
 
 /// Where PushFleet's Postgres database is and how to reach it, parsed from a URL of the form
-/// `postgres://user[:password]@host[:port]/database[?sslmode=disable|prefer|require]`.
+/// `postgres://user[:password]@host[:port]/database[?sslmode=disable|prefer|require][&connect_timeout=SECONDS]`.
 ///
 /// The password is kept out of ``description`` and every error message. Characters such as `@ : / ? #`
 /// in the user, password or database name must be percent-encoded.
@@ -32,7 +32,8 @@ public struct PostgresConfiguration: Sendable, CustomStringConvertible {
     public var database: String
     /// TLS use. Defaults to ``TLSMode/prefer``; set with `?sslmode=` in the URL.
     public var tls: TLSMode
-    /// Time allowed for TCP connect (and TLS handshake) to the server. Defaults to 10 seconds.
+    /// Time allowed for TCP connect (and TLS handshake) to the server. Defaults to 10 seconds; set
+    /// with `connect_timeout=` (whole seconds, as libpq's) in the URL.
     public var connectTimeout: Duration = .seconds(10)
     /// The most connections the store's pool opens at once. Defaults to 20; the leadership lock and
     /// migrations each use one more, dedicated connection.
@@ -50,7 +51,15 @@ public struct PostgresConfiguration: Sendable, CustomStringConvertible {
     /// The URL without its password.
     public var description: String {
         "postgres://\(self.username)\(self.password == nil ? "" : ":***")@\(self.endpoint)/\(self.database)"
-            + (self.tls == .prefer ? "" : "?sslmode=\(self.tls)")
+            + Self.query([
+                self.tls == .prefer ? nil : "sslmode=\(self.tls)",
+                self.connectTimeout == .seconds(10) ? nil : "connect_timeout=\(self.connectTimeout.components.seconds)",
+            ])
+    }
+
+    private static func query(_ parameters: [String?]) -> String {
+        let present = parameters.compactMap { $0 }
+        return present.isEmpty ? "" : "?" + present.joined(separator: "&")
     }
 
     /// Parses a `postgres://` (or `postgresql://`) URL.
@@ -87,7 +96,8 @@ public struct PostgresConfiguration: Sendable, CustomStringConvertible {
             throw PostgresStoreError.invalidURL("the database name '\(path)' is empty or malformed")
         }
         self.database = database
-        self.tls = try Self.tlsMode(query)
+        self.tls = .prefer
+        try self.apply(query)
     }
 
     private static func decode(_ text: Substring) -> String? {
@@ -117,18 +127,24 @@ public struct PostgresConfiguration: Sendable, CustomStringConvertible {
         return (String(host), port)
     }
 
-    private static func tlsMode(_ query: Substring) throws -> TLSMode {
-        var mode = TLSMode.prefer
+    private mutating func apply(_ query: Substring) throws {
         for parameter in query.split(separator: "&") {
             let pair = parameter.split(separator: "=", maxSplits: 1)
-            guard pair.count == 2, pair[0] == "sslmode" else {
-                throw PostgresStoreError.invalidURL("unsupported parameter '\(pair.first ?? "")' (only sslmode is understood)")
+            guard pair.count == 2 else { throw PostgresStoreError.invalidURL("parameter '\(parameter)' has no value") }
+            switch pair[0] {
+            case "sslmode":
+                guard let base = TLSMode.Base(rawValue: String(pair[1])) else {
+                    throw PostgresStoreError.invalidURL("sslmode '\(pair[1])' is not disable, prefer or require")
+                }
+                self.tls = TLSMode(base: base)
+            case "connect_timeout":
+                guard let seconds = Int(pair[1]), (1...3_600).contains(seconds) else {
+                    throw PostgresStoreError.invalidURL("connect_timeout '\(pair[1])' is not a whole number of seconds from 1 to 3600")
+                }
+                self.connectTimeout = .seconds(seconds)
+            default:
+                throw PostgresStoreError.invalidURL("unsupported parameter '\(pair[0])' (sslmode and connect_timeout are understood)")
             }
-            guard let base = TLSMode.Base(rawValue: String(pair[1])) else {
-                throw PostgresStoreError.invalidURL("sslmode '\(pair[1])' is not disable, prefer or require")
-            }
-            mode = TLSMode(base: base)
         }
-        return mode
     }
 }

@@ -6,13 +6,15 @@ public import NIOSSL
 /// closes: for checking a gateway's answers byte by byte.
 public enum RawTLSClient {
     /// Connects, writes `bytes`, and returns what the server wrote before closing (or before
-    /// `timeout`, after which the connection is closed by us).
+    /// `timeout`, after which the connection is closed by us). The timeout only guards against a
+    /// server that never closes; it is long because a loaded machine (the suites run in parallel on
+    /// two cores) has been seen to take more than 10 s over a handshake and an answer.
     public static func exchange(
         host: String = "127.0.0.1",
         port: Int,
         tls: TLSConfiguration,
         bytes: ByteBuffer,
-        timeout: TimeAmount = .seconds(10),
+        timeout: TimeAmount = .seconds(60),
         group: any EventLoopGroup = MultiThreadedEventLoopGroup.singleton
     ) async throws -> ByteBuffer {
         let sslContext = try NIOSSLContext(configuration: tls)

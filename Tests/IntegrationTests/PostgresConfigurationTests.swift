@@ -25,6 +25,12 @@ import Testing
         #expect(v6.port == 5433)
         #expect(v6.endpoint == "[::1]:5433")
         #expect(v6.tls == .disable)
+        #expect(plain.connectTimeout == .seconds(10))
+        let patient = try PostgresConfiguration(url: "postgres://u@host/db?connect_timeout=60&sslmode=disable")
+        #expect(patient.connectTimeout == .seconds(60))
+        #expect(patient.tls == .disable)
+        #expect(patient.description == "postgres://u@host:5432/db?sslmode=disable&connect_timeout=60")
+        #expect(try PostgresConfiguration(url: "postgres://u@host/db?connect_timeout=5").description == "postgres://u@host:5432/db?connect_timeout=5")
     }
 
     @Test(arguments: [
@@ -40,6 +46,9 @@ import Testing
         ("postgres://u@[::1/db", "unclosed"),
         ("postgres://u@host/db?sslmode=verify-full", "sslmode 'verify-full'"),
         ("postgres://u@host/db?application_name=x", "application_name"),
+        ("postgres://u@host/db?connect_timeout=0", "connect_timeout '0'"),
+        ("postgres://u@host/db?connect_timeout=2.5", "connect_timeout '2.5'"),
+        ("postgres://u@host/db?sslmode", "'sslmode' has no value"),
     ])
     func rejectsMalformedURLs(url: String, mentioning: String) {
         #expect {
