@@ -115,12 +115,15 @@ extension CampaignQueue {
         switch text("k") {
         case "shard_done":
             return .shardDone(shard: shard)
+        case "rejections":
+            guard let packed = fields["b"], let rejections = RejectionPack.decode(packed), !rejections.isEmpty else { return nil }
+            return .rejected(rejections, shard: shard)
         case "rejected":
             guard let bytes = fields["t"], let token = try? DeviceToken(bytes: bytes), let reason = text("r"),
                 let timestamp = text("ts").flatMap({ Int64($0) })
             else { return nil }
             let rejection = Rejection(token: token, reason: reason, timestampMilliseconds: timestamp == 0 ? nil : timestamp)
-            return .rejected(rejection, shard: shard)
+            return .rejected([rejection], shard: shard)
         default:
             return nil
         }

@@ -64,8 +64,8 @@ extension CampaignQueue {
     /// Records outcomes of a held shard and extends its lease. With zero deltas and no rejections it
     /// is the heartbeat; call it at least every third of the lease.
     ///
-    /// Cheap and O(rejections): one script call, one `HINCRBY` per delta and per rejection, one
-    /// stream entry per rejection. Safe to repeat: a checkpoint sent again with the same
+    /// Cheap: one script call, one `HINCRBY` per delta and per rejection reason, and one stream
+    /// entry holding all the rejections (``RejectionPack``). Safe to repeat: a checkpoint sent again with the same
     /// ``CheckpointDelta/sequence`` after an unanswered call is applied once.
     /// - Parameters:
     ///   - delta: What happened since the holder's previous checkpoint.
@@ -77,11 +77,14 @@ extension CampaignQueue {
             lease.shard.redisArgument, Array(lease.owner.utf8), delta.cursor.redisArgument, delta.accepted.redisArgument,
             delta.resent.redisArgument, delta.retried.redisArgument, leaseMilliseconds.redisArgument, delta.sequence.redisArgument,
         ]
-        arguments.reserveCapacity(arguments.count + 3 * delta.rejections.count)
-        for rejection in delta.rejections {
-            arguments.append(rejection.token.bytes)
-            arguments.append(Array(rejection.reason.utf8))
-            arguments.append((rejection.timestampMilliseconds ?? 0).redisArgument)
+        if delta.rejections.isEmpty {
+            arguments.append([])
+        } else {
+            arguments.append(RejectionPack.encode(delta.rejections))
+            for (reason, count) in RejectionPack.counts(delta.rejections) {
+                arguments.append(Array(reason.utf8))
+                arguments.append(count.redisArgument)
+            }
         }
         return try await self.client.withConnection { [arguments] connection -> CheckpointResult in
             let reply = try connection.checkedEvaluate(

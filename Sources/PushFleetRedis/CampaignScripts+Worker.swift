@@ -44,7 +44,7 @@ extension CampaignScripts {
     )
 
     /// Records outcomes of a held shard and extends its lease; with zero deltas, a heartbeat.
-    /// O(rejections): one HINCRBY and one XADD per rejection.
+    /// O(reasons): one HINCRBY per reason, and one XADD of the packed rejections.
     ///
     /// Idempotent per holder and sequence number: a worker that saw no answer sends the same
     /// checkpoint again with the same sequence; if it was applied already, the repeat only renews
@@ -54,7 +54,7 @@ extension CampaignScripts {
     ///
     /// KEYS: 1 owner, 2 cursor, 3 leases, 4 stats, 5 events, 6 meta, 7 checkpoint sequences.
     /// ARGV: 1 shard, 2 worker|fence, 3 cursor, 4 accepted, 5 resent, 6 retried, 7 lease_ms, 8 sequence,
-    ///       then per rejection: token bytes, reason, timestamp ms (0 = none).
+    ///       9 the rejections packed by ``RejectionPack`` ('' when none), then per reason: reason, count.
     /// Returns 0 (lease lost) or the campaign status.
     static let checkpoint = RedisScript(
         """
@@ -73,9 +73,9 @@ extension CampaignScripts {
           if ARGV[4] ~= '0' then redis.call('HINCRBY', KEYS[4], 'accepted', ARGV[4]) end
           if ARGV[5] ~= '0' then redis.call('HINCRBY', KEYS[4], 'resent', ARGV[5]) end
           if ARGV[6] ~= '0' then redis.call('HINCRBY', KEYS[4], 'retried', ARGV[6]) end
-          for i = 9, #ARGV, 3 do
-            redis.call('HINCRBY', KEYS[4], 'rejected:' .. ARGV[i + 1], 1)
-            redis.call('XADD', KEYS[5], '*', 'k', 'rejected', 's', ARGV[1], 't', ARGV[i], 'r', ARGV[i + 1], 'ts', ARGV[i + 2])
+          if ARGV[9] ~= '' then
+            for i = 10, #ARGV, 2 do redis.call('HINCRBY', KEYS[4], 'rejected:' .. ARGV[i], ARGV[i + 1]) end
+            redis.call('XADD', KEYS[5], '*', 'k', 'rejections', 's', ARGV[1], 'b', ARGV[9])
           end
         end
         \(now)

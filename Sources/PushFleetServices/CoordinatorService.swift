@@ -38,7 +38,9 @@ public final class CoordinatorService: Sendable {
         public var interval: Duration
         /// Claims of one shard before it is set aside as dead. Defaults to 5.
         public var maximumAttempts: Int
-        /// Events folded per campaign per round. Defaults to 20,000.
+        /// Rejected tokens and finished shards folded per campaign per round, read in pages of
+        /// stream entries (one entry holds a checkpoint's rejections); a round may take one
+        /// entry's worth more. Defaults to 20,000.
         public var eventsPerRound: Int
         public var feedback: [FeedbackSource]
         /// Time between two polls of each feedback service. Defaults to 60 seconds.
@@ -78,6 +80,8 @@ public final class CoordinatorService: Sendable {
     /// Per campaign, the snapshot this coordinator last wrote to Postgres: a fold writes only the
     /// cursors and `sent` marks that moved since. Forgotten when the campaign's queue goes.
     let lastFolded = Mutex<[UUID: QueueSnapshot]>([:])
+    /// Stream entries read per `XRANGE` while folding.
+    static let eventPage = 1_000
 
     public init(configuration: Configuration, queue: CampaignQueue, store: CampaignStore, logger: Logger) {
         self.configuration = configuration
@@ -316,16 +320,28 @@ public final class CoordinatorService: Sendable {
         let written = self.lastFolded.withLock { $0[id] }
         let moved = snapshot.cursors.filter { written?.cursors[$0.key] != $0.value }
         let movedSent = snapshot.sentMarks.filter { written?.sentMarks[$0.key] != $0.value }
-        let events = try await self.queue.events(campaign: id, after: campaign.lastEventID, count: self.configuration.eventsPerRound)
+        var events: [(id: String, event: QueueEvent)] = []
         var rejections: [AppliedRejection] = []
         var doneShards: [Int] = []
-        for (_, event) in events {
-            switch event {
-            case .rejected(let rejection, let shard):
-                rejections.append(AppliedRejection(token: rejection.token, reason: rejection.reason, shard: shard, apnsTimestampMilliseconds: rejection.timestampMilliseconds))
-            case .shardDone(let shard):
-                doneShards.append(shard)
+        var more = true
+        while more && rejections.count + doneShards.count < self.configuration.eventsPerRound {
+            let page = try await self.queue.events(
+                campaign: id, after: events.last?.id ?? campaign.lastEventID, count: min(Self.eventPage, self.configuration.eventsPerRound)
+            )
+            for (_, event) in page {
+                switch event {
+                case .rejected(let rejected, let shard):
+                    for rejection in rejected {
+                        rejections.append(
+                            AppliedRejection(token: rejection.token, reason: rejection.reason, shard: shard, apnsTimestampMilliseconds: rejection.timestampMilliseconds)
+                        )
+                    }
+                case .shardDone(let shard):
+                    doneShards.append(shard)
+                }
             }
+            events += page
+            more = page.count == min(Self.eventPage, self.configuration.eventsPerRound)
         }
         let lastEventID = events.last?.id ?? campaign.lastEventID
         let applied = try await self.store.apply(
@@ -347,7 +363,7 @@ public final class CoordinatorService: Sendable {
             }
         }
         if let last = events.last { try await self.queue.trimEvents(campaign: id, through: last.id) }
-        return (counters, events.count < self.configuration.eventsPerRound)
+        return (counters, !more)
     }
 
     /// Deletes token failures past their retention, in batches, so one round never holds a long lock.

@@ -96,6 +96,34 @@ extension PipelineTests {
             }
         }
 
+        /// A round folds about `eventsPerRound` rejected tokens and finished shards, read a page of
+        /// stream entries at a time (one entry holds a checkpoint's rejections); the rest wait for
+        /// the next round, which goes on at once, and each is applied once.
+        @Test func roundsFoldEventsInPagesEachOnce() async throws {
+            try await CoordinatorHarness.run(configuration: .init(eventsPerRound: 3)) { h in
+                let c = try await h.launch(tokens: 6)
+                var rejected: [Rejection] = []
+                for reason in ["BadDeviceToken", "Unregistered", "BadDeviceToken"] {
+                    rejected += try #require(try await h.rejectNextShard(of: c, reason: reason))
+                }
+                // Entries: 2 rejections, shard done, 2 rejections, shard done, 2 rejections, shard done.
+                let failures = { try await h.store.tokenFailures(campaign: c).count }
+                try await h.coordinator.round()
+                #expect(try await failures() == 4, "three entries, five events: the round stops after the page that passed 3")
+                #expect(try await h.store.campaign(c)?.state == .running)
+                try await h.coordinator.round()
+                #expect(try await failures() == 6)
+                #expect(try await h.store.campaign(c)?.state == .running, "a full page: more may wait, so not caught up")
+                try await h.coordinator.round()
+                let done = try #require(try await h.store.campaign(c))
+                #expect(done.state == .completed)
+                #expect((done.accepted, done.rejected, done.doneShards, done.pending) == (0, ["BadDeviceToken": 4, "Unregistered": 2], 3, 0))
+                let stored = try await h.store.tokenFailures(campaign: c)
+                #expect(Set(stored.map(\.token)) == Set(rejected.map(\.token)))
+                #expect(stored.allSatisfy { failure in rejected.contains { $0.token == failure.token && $0.reason == failure.reason } })
+            }
+        }
+
         /// An operator's cancel (or pause, or resume) that reached Postgres but not Redis, which was
         /// down: the coordinator tells Redis Postgres' state at its next round, so workers stop.
         @Test func aStateRedisMissedIsAppliedByTheNextRound() async throws {
@@ -126,7 +154,7 @@ struct CoordinatorHarness {
     let topic = PostgresFixture.topic("isolation")
     let environment = "production"
 
-    static func run(_ body: (CoordinatorHarness) async throws -> Void) async throws {
+    static func run(configuration: CoordinatorService.Configuration = .init(), _ body: (CoordinatorHarness) async throws -> Void) async throws {
         let client = RedisClient(configuration: try RedisConfiguration(url: try IntegrationEnvironment.redisURL()), logger: silentRedisLogger)
         let store = CampaignStore(configuration: try PostgresConfiguration(url: try IntegrationEnvironment.pipelinePostgresURL()), logger: PostgresFixture.logger)
         let running = Task { await store.run() }
@@ -135,7 +163,7 @@ struct CoordinatorHarness {
         var logger = Logger(label: "pushfleet.test.coordinator")
         logger.logLevel = .error  // not the warnings these tests provoke on purpose
         let queue = CampaignQueue(client: client)
-        let harness = CoordinatorHarness(queue: queue, store: store, coordinator: CoordinatorService(configuration: .init(), queue: queue, store: store, logger: logger))
+        let harness = CoordinatorHarness(queue: queue, store: store, coordinator: CoordinatorService(configuration: configuration, queue: queue, store: store, logger: logger))
         do {
             try await body(harness)
         } catch {
@@ -175,6 +203,18 @@ struct CoordinatorHarness {
         #expect(try await self.queue.checkpoint(lease, delta, leaseMilliseconds: 30_000) == .ok(.running))
         #expect(try await self.queue.complete(lease))
         return lease
+    }
+
+    /// The next pending shard with every token from its cursor rejected in one checkpoint, as
+    /// `reason`, then completed. - Returns: the rejections, or nil when no shard was pending.
+    func rejectNextShard(of id: UUID, reason: String) async throws -> [Rejection]? {
+        guard let lease = try await self.queue.claim(campaign: id, worker: "isolation", leaseMilliseconds: 30_000) else { return nil }
+        let tokens = try #require(try await self.queue.read(lease, from: lease.cursor, count: lease.tokenCount))
+        let rejections = tokens.map { Rejection(token: $0, reason: reason) }
+        let delta = CheckpointDelta(sequence: 1, cursor: lease.tokenCount, rejections: rejections)
+        #expect(try await self.queue.checkpoint(lease, delta, leaseMilliseconds: 30_000) == .ok(.running))
+        #expect(try await self.queue.complete(lease))
+        return rejections
     }
 
     /// Every shard finished, then a coordinator round: the campaign's record after it.

@@ -26,7 +26,7 @@ import Testing
         #expect(result == .ok(.running))
         #expect(try await queue.counters(campaign: fixture.campaign) == CampaignCounters(accepted: 2, rejected: ["BadDeviceToken": 1]))
         let first = try await queue.events(campaign: fixture.campaign, after: "0-0", count: 100)
-        #expect(first.map(\.event) == [.rejected(rejection, shard: 0)])
+        #expect(first.map(\.event) == [.rejected([rejection], shard: 0)])
 
         #expect(try await queue.complete(lease))
         #expect(try await queue.counters(campaign: fixture.campaign).doneShards == 1)
@@ -104,16 +104,47 @@ import Testing
         _ = try await fixture.queue.checkpoint(lease, CheckpointDelta(sequence: 1, cursor: 5, rejections: rejections), leaseMilliseconds: 30_000)
         #expect(try await fixture.queue.counters(campaign: fixture.campaign).rejected == ["Unregistered": 5])
 
+        // One entry per checkpoint, holding its rejections in order.
+        _ = try await fixture.queue.checkpoint(lease, CheckpointDelta(sequence: 2, cursor: 5), leaseMilliseconds: 30_000)
+        _ = try await fixture.queue.checkpoint(
+            lease, CheckpointDelta(sequence: 3, cursor: 5, rejections: [rejections[0]]), leaseMilliseconds: 30_000
+        )
+        _ = try await fixture.queue.checkpoint(
+            lease, CheckpointDelta(sequence: 4, cursor: 5, rejections: [rejections[1], rejections[2]]), leaseMilliseconds: 30_000
+        )
+        #expect(try await fixture.queue.counters(campaign: fixture.campaign).rejected == ["Unregistered": 8])
+        let expected: [QueueEvent] = [
+            .rejected(rejections, shard: 0), .rejected([rejections[0]], shard: 0), .rejected([rejections[1], rejections[2]], shard: 0),
+        ]
         let page = try await fixture.queue.events(campaign: fixture.campaign, after: "0-0", count: 2)
-        #expect(page.map(\.event) == rejections[0..<2].map { .rejected($0, shard: 0) })
+        #expect(page.map(\.event) == Array(expected[0..<2]))
         let rest = try await fixture.queue.events(campaign: fixture.campaign, after: page[1].id, count: 100)
-        #expect(rest.map(\.event) == rejections[2...].map { .rejected($0, shard: 0) })
+        #expect(rest.map(\.event) == Array(expected[2...]))
 
         try await fixture.queue.trimEvents(campaign: fixture.campaign, through: page[1].id)
         let left = try await fixture.queue.events(campaign: fixture.campaign, after: "0-0", count: 100)
         #expect(left.map(\.id) == rest.map(\.id))
         try await fixture.queue.trimEvents(campaign: fixture.campaign, through: try #require(rest.last).id)
         #expect(try await fixture.queue.events(campaign: fixture.campaign, after: "0-0", count: 100).isEmpty)
+        try await fixture.shutdown()
+    }
+
+    /// Entries an earlier version wrote (one rejected token each) still read, as a list of one,
+    /// beside the packed entries of this version; an entry whose pack is damaged is refused.
+    @Test func eventsOfEitherFormatRead() async throws {
+        let fixture = try RedisQueueFixture()
+        let tokens = try await fixture.launch([3])[0]
+        let lease = try #require(try await fixture.queue.claim(campaign: fixture.campaign, worker: "w", leaseMilliseconds: 30_000))
+        let events = "pf:{\(fixture.id)}:events"
+        _ = try await fixture.command("XADD", events, "*", "k", "rejected", "s", "0", "t", tokens[0].bytes, "r", "Unregistered", "ts", "1700000000123")
+        let packed = [Rejection(token: tokens[1], reason: "BadDeviceToken"), Rejection(token: tokens[2], reason: "Unregistered")]
+        _ = try await fixture.queue.checkpoint(lease, CheckpointDelta(sequence: 1, cursor: 3, rejections: packed), leaseMilliseconds: 30_000)
+        #expect(try await fixture.queue.events(campaign: fixture.campaign, after: "0-0", count: 10).map(\.event) == [
+            .rejected([Rejection(token: tokens[0], reason: "Unregistered", timestampMilliseconds: 1_700_000_000_123)], shard: 0),
+            .rejected(packed, shard: 0),
+        ])
+        _ = try await fixture.command("XADD", events, "*", "k", "rejections", "s", "0", "b", Array(RejectionPack.encode(packed).dropLast()))
+        await #expect(throws: RedisError.self) { _ = try await fixture.queue.events(campaign: fixture.campaign, after: "0-0", count: 10) }
         try await fixture.shutdown()
     }
 
