@@ -89,10 +89,12 @@ enum HTTP2SenderFixture {
         let sender = try HTTP2Sender(configuration: configuration, eventLoop: MultiThreadedEventLoopGroup.singleton.next(), logger: quietLogger)
         let outcomes = Task {
             var outcomes = HTTP2Outcomes()
-            for await event in sender.events {
-                switch event {
-                case .accepted(let notifications): outcomes.accepted += notifications
-                case .rejected(let notification, let rejection): outcomes.rejected.append((notification, rejection))
+            for await batch in sender.events {
+                for event in batch {
+                    switch event {
+                    case .accepted(let notification): outcomes.accepted.append(notification)
+                    case .rejected(let notification, let rejection): outcomes.rejected.append((notification, rejection))
+                    }
                 }
             }
             return outcomes

@@ -105,10 +105,10 @@ extension HTTP2Sender {
         }
     }
 
-    /// What became of notifications, reported in the order it became known.
+    /// What became of a notification. ``HTTP2Sender/events`` delivers them in batches.
     public enum Event: Sendable {
-        /// APNs answered 200 to these.
-        case accepted([HTTP2Notification])
+        /// APNs answered 200.
+        case accepted(HTTP2Notification)
         /// APNs' final answer was this rejection (for a retryable one: after ``Configuration/maximumAttempts``).
         case rejected(HTTP2Notification, HTTP2Rejection)
     }

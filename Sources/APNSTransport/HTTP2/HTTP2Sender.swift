@@ -18,8 +18,10 @@ public import NIOCore
 /// All state lives on one event loop; the methods may be called from any task.
 public final class HTTP2Sender: Sendable {
     public let configuration: Configuration
-    /// Outcomes, in the order they became known. Finishes after ``shutdown()``.
-    public let events: AsyncStream<Event>
+    /// Outcomes, in the order they became known: one batch per read of a connection (however
+    /// many answers it held, accepted and rejected mixed), so a stale audience costs no more
+    /// hand-offs than a clean one. Finishes after ``shutdown()``.
+    public let events: AsyncStream<[Event]>
     private let core: NIOLoopBoundBox<HTTP2SenderCore>
     private let eventLoop: any EventLoop
 
@@ -28,7 +30,7 @@ public final class HTTP2Sender: Sendable {
         self.configuration = configuration
         self.eventLoop = eventLoop
         let tls = try configuration.tls.makeConfiguration(applicationProtocols: ["h2"])
-        let (events, continuation) = AsyncStream.makeStream(of: Event.self)
+        let (events, continuation) = AsyncStream.makeStream(of: [Event].self)
         self.events = events
         var logger = logger
         logger[metadataKey: "apns.endpoint"] = "\(configuration.host):\(configuration.port)"

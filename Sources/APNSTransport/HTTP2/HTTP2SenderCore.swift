@@ -25,7 +25,7 @@ final class HTTP2SenderCore {
 
     private let configuration: HTTP2Sender.Configuration
     private let eventLoop: any EventLoop
-    private let events: AsyncStream<HTTP2Sender.Event>.Continuation
+    private let events: AsyncStream<[HTTP2Sender.Event]>.Continuation
     private let logger: Logger
     private let sslContext: NIOSSLContext
     private let signer: ProviderTokenSigner?
@@ -46,7 +46,9 @@ final class HTTP2SenderCore {
     private var isShutdown = false
     private var fillScheduled = false
     private var writeDeadline: NIODeadline?
-    private var accepted: [HTTP2Notification] = []
+    /// Outcomes not yet handed to ``HTTP2Sender/events``: a batch per read.
+    private var outcomes: [HTTP2Sender.Event] = []
+    private var emitScheduled = false
     private var capacityWaiters: Deque<CheckedContinuation<Void, any Error>> = []
     private var flushWaiters: [CheckedContinuation<Void, Never>] = []
     private var statistics = HTTP2Sender.Statistics()
@@ -55,7 +57,7 @@ final class HTTP2SenderCore {
         configuration: HTTP2Sender.Configuration,
         tls: TLSConfiguration,
         eventLoop: any EventLoop,
-        events: AsyncStream<HTTP2Sender.Event>.Continuation,
+        events: AsyncStream<[HTTP2Sender.Event]>.Continuation,
         logger: Logger
     ) throws {
         self.configuration = configuration
@@ -129,7 +131,7 @@ final class HTTP2SenderCore {
             remaining.append(entry.pending.notification)
         }
         self.delayed.removeAll()
-        self.emitAccepted()
+        self.emitOutcomes()
         let error = TransportError.senderClosed(host: self.configuration.host, port: self.configuration.port)
         while let waiter = self.capacityWaiters.popFirst() { waiter.resume(throwing: error) }
         for waiter in self.flushWaiters { waiter.resume() }
@@ -291,7 +293,7 @@ final class HTTP2SenderCore {
         switch HTTP2Verdict.classify(status: status, body: body) {
         case .accepted:
             self.statistics.accepted += 1
-            self.accepted.append(pending.notification)
+            self.outcomes.append(.accepted(pending.notification))
         case .rejected(let rejection):
             self.reject(pending.notification, rejection)
         case .retryTokenLater(let rejection):
@@ -356,7 +358,7 @@ final class HTTP2SenderCore {
 
     func readComplete(_ connection: HTTP2Connection) {
         connection.lastActivity = .now()
-        self.emitAccepted()
+        self.emitOutcomes()
         self.fillAll()
         self.resumeWaiters()
     }
@@ -484,9 +486,18 @@ final class HTTP2SenderCore {
     // MARK: - Outcomes
 
     private func reject(_ notification: HTTP2Notification, _ rejection: HTTP2Rejection) {
-        self.emitAccepted()  // keep the order in which outcomes became known
         self.statistics.rejected += 1
-        self.events.yield(.rejected(notification, rejection))
+        self.outcomes.append(.rejected(notification, rejection))
+        // Answers read from a connection go out at its read's end; a rejection reached otherwise
+        // (attempts used up after a timeout or a lost connection) goes out once this loop turn ends.
+        if !self.emitScheduled {
+            self.emitScheduled = true
+            let core = NIOLoopBound(self, eventLoop: self.eventLoop)
+            self.eventLoop.execute {
+                core.value.emitScheduled = false
+                core.value.emitOutcomes()
+            }
+        }
     }
 
     /// Sends `pending` again after `backoff`'s delay for its failure count, or rejects it with
@@ -517,10 +528,10 @@ final class HTTP2SenderCore {
         self.fillAll()
     }
 
-    private func emitAccepted() {
-        guard !self.accepted.isEmpty else { return }
-        self.events.yield(.accepted(self.accepted))
-        self.accepted.removeAll(keepingCapacity: true)
+    private func emitOutcomes() {
+        guard !self.outcomes.isEmpty else { return }
+        self.events.yield(self.outcomes)
+        self.outcomes.removeAll(keepingCapacity: true)
     }
 
     private func resumeWaiters() {
@@ -528,7 +539,7 @@ final class HTTP2SenderCore {
             waiter.resume()
         }
         if !self.flushWaiters.isEmpty, self.isIdle {
-            self.emitAccepted()
+            self.emitOutcomes()
             let waiters = self.flushWaiters
             self.flushWaiters.removeAll()
             for waiter in waiters { waiter.resume() }

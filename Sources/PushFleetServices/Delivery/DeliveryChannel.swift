@@ -191,25 +191,27 @@ struct HTTP2Channel: DeliveryChannel {
 
     func forEachOutcomeBatch(_ body: ([DeliveryOutcome]) -> Void) async {
         var batch: [DeliveryOutcome] = []
-        for await event in self.sender.events {
+        for await events in self.sender.events {
             batch.removeAll(keepingCapacity: true)
-            switch event {
-            case .accepted(let notifications):
-                for notification in notifications { batch.append(.accepted(tag: notification.tag)) }
-            case .rejected(let notification, let rejection) where rejection.isProviderLevel:
-                batch.append(
-                    .deferred(
-                        tag: notification.tag,
-                        PauseRequest(reason: "\(rejection.reason) (HTTP \(rejection.status))", isOutage: rejection.isAPNsFailure)
+            for event in events {
+                switch event {
+                case .accepted(let notification):
+                    batch.append(.accepted(tag: notification.tag))
+                case .rejected(let notification, let rejection) where rejection.isProviderLevel:
+                    batch.append(
+                        .deferred(
+                            tag: notification.tag,
+                            PauseRequest(reason: "\(rejection.reason) (HTTP \(rejection.status))", isOutage: rejection.isAPNsFailure)
+                        )
                     )
-                )
-            case .rejected(let notification, let rejection):
-                batch.append(
-                    .rejected(
-                        tag: notification.tag,
-                        Rejection(token: notification.token, reason: rejection.reason.rawValue, timestampMilliseconds: rejection.timestamp)
+                case .rejected(let notification, let rejection):
+                    batch.append(
+                        .rejected(
+                            tag: notification.tag,
+                            Rejection(token: notification.token, reason: rejection.reason.rawValue, timestampMilliseconds: rejection.timestamp)
+                        )
                     )
-                )
+                }
             }
             body(batch)
         }
