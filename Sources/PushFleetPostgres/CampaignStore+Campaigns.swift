@@ -56,9 +56,21 @@ extension CampaignStore {
 
     /// The campaigns in any of `states`, oldest first.
     public func campaigns(in states: [CampaignState]) async throws -> [CampaignRecord] {
+        try await self.campaigns(in: states, order: "c.created_at, c.campaign_id", limit: nil)
+    }
+
+    /// Up to `limit` campaigns in any of `states`, newest first.
+    public func recentCampaigns(in states: [CampaignState], limit: Int) async throws -> [CampaignRecord] {
+        try await self.campaigns(in: states, order: "c.created_at DESC, c.campaign_id", limit: limit)
+    }
+
+    private func campaigns(in states: [CampaignState], order: String, limit: Int?) async throws -> [CampaignRecord] {
         try await self.withConnection("list campaigns") { connection in
             let rows = try await connection.query(
-                "\(unescaped: Self.selectCampaigns) WHERE c.state = ANY(\(states.map(\.rawValue))) ORDER BY c.created_at, c.campaign_id",
+                """
+                \(unescaped: Self.selectCampaigns) WHERE c.state = ANY(\(states.map(\.rawValue)))
+                ORDER BY \(unescaped: order) LIMIT \(limit.map(Int64.init) ?? Int64.max)
+                """,
                 logger: self.logger
             )
             var records: [CampaignRecord] = []
@@ -247,3 +259,25 @@ extension CampaignStore {
         }
     }
 }
+
+extension CampaignStore {
+    /// How many campaigns each state holds (states with none are absent).
+    public func campaignCountsByState() async throws -> [CampaignState: Int] {
+        try await self.withConnection("count campaigns by state") { connection in
+            let rows = try await connection.query("SELECT state, count(*)::bigint FROM campaigns GROUP BY state", logger: self.logger)
+            var counts: [CampaignState: Int] = [:]
+            for try await (state, count) in rows.decode((String, Int64).self) {
+                if let state = CampaignState(rawValue: state) { counts[state] = Int(count) }
+            }
+            return counts
+        }
+    }
+
+    /// Returns once Postgres has answered a query; throws what stopped it.
+    public func ping() async throws {
+        try await self.withConnection("ping") { connection in
+            _ = try await connection.query("SELECT 1", logger: self.logger)
+        }
+    }
+}
+

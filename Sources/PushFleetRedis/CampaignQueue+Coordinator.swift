@@ -102,7 +102,7 @@ extension CampaignQueue {
         }
     }
 
-    private func count(_ command: String, _ key: [UInt8]) async throws -> Int {
+    func count(_ command: String, _ key: [UInt8]) async throws -> Int {
         try await self.client.withConnection { connection in
             try connection.integer(try connection.checkedCommand([Array(command.utf8), key]), command)
         }

@@ -4,6 +4,29 @@
 /// Fenced scripts first compare `pf:{C}:owner[shard]` with the caller's `worker|fence` and return
 /// 0 (or nil) when it differs: a stale worker learns it lost the lease and changes nothing.
 enum CampaignScripts {
+    /// Makes the list KEYS[1] ARGV[1] elements long (`1` each; only the length means anything),
+    /// trimming or appending 1,000 per `RPUSH`.
+    static let setListLength = RedisScript(
+        """
+        local want = tonumber(ARGV[1])
+        local have = redis.call('LLEN', KEYS[1])
+        if want <= 0 then
+            redis.call('DEL', KEYS[1])
+            return 0
+        end
+        if have > want then
+            redis.call('LTRIM', KEYS[1], 0, want - 1)
+        end
+        while have < want do
+            local batch = {}
+            for i = 1, math.min(1000, want - have) do batch[i] = '1' end
+            redis.call('RPUSH', KEYS[1], unpack(batch))
+            have = have + #batch
+        end
+        return want
+        """
+    )
+
     /// Sets `now` to Redis' clock in milliseconds.
     static let now = """
         local t = redis.call('TIME')

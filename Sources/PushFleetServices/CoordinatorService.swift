@@ -2,6 +2,7 @@ public import APNSTransport
 public import Logging
 public import PushFleetPostgres
 public import PushFleetRedis
+import CoreMetrics
 import APNSWire
 import Foundation
 import NIOCore
@@ -82,6 +83,13 @@ public final class CoordinatorService: Sendable {
     let lastFolded = Mutex<[UUID: QueueSnapshot]>([:])
     /// Stream entries read per `XRANGE` while folding.
     static let eventPage = 1_000
+    /// The fold lag this round has seen so far, in seconds (see ``FleetMetrics/foldLag``).
+    let roundLag = Mutex<Double>(0)
+    let metrics = FleetMetrics.shared
+    private let leading = Atomic<Bool>(false)
+
+    /// Whether this coordinator leads now.
+    public var isLeading: Bool { self.leading.load(ordering: .relaxed) }
 
     public init(configuration: Configuration, queue: CampaignQueue, store: CampaignStore, logger: Logger) {
         self.configuration = configuration
@@ -96,6 +104,8 @@ public final class CoordinatorService: Sendable {
             do {
                 let led: Void? = try await self.store.withLeadership {
                     self.logger.info("coordinator leads")
+                    self.setLeading(true)
+                    defer { self.setLeading(false) }
                     await self.lead(until: drain)
                 }
                 if led == nil { await drain.sleep(for: self.configuration.interval) }
@@ -117,7 +127,9 @@ public final class CoordinatorService: Sendable {
         while !drain.isTriggered && !Task.isCancelled {
             var behind = false
             do {
+                let started = ContinuousClock.now
                 behind = try await self.round()
+                self.metrics.roundDuration.record(ContinuousClock.now - started)
                 if lastFeedbackPoll.map({ ContinuousClock.now - $0 >= self.configuration.feedbackInterval }) ?? true {
                     lastFeedbackPoll = .now
                     await self.pollFeedback()
@@ -142,6 +154,8 @@ public final class CoordinatorService: Sendable {
     @discardableResult
     public func round() async throws -> Bool {
         var behind = false
+        self.roundLag.withLock { $0 = 0 }
+        defer { self.metrics.foldLag.set(self.roundLag.withLock { $0 }) }
         let campaigns = try await self.store.campaigns(in: [.pending, .running, .paused, .cancelled])
         let served = Set(campaigns.map(\.id))
         self.lastFolded.withLock { folded in folded = folded.filter { served.contains($0.key) } }
@@ -151,6 +165,7 @@ public final class CoordinatorService: Sendable {
         for campaign in try await self.store.campaignsAwaitingCleanup() {
             await self.isolated(campaign, "clean up") { try await self.removeQueue(of: campaign) }
         }
+        await self.publishBacklog(campaigns)
         return behind
     }
 
@@ -304,6 +319,7 @@ public final class CoordinatorService: Sendable {
     private func fold(_ campaign: CampaignRecord) async throws -> (CampaignCounters, Bool)? {
         let id = campaign.id
         let reaped = try await self.queue.reapExpiredLeases(campaign: id, maximumAttempts: self.configuration.maximumAttempts)
+        if reaped > 0 { self.metrics.shardsReaped.increment(by: Int64(reaped)) }
         if reaped > 0 { self.logger.info("re-queued shards whose lease expired", metadata: ["campaign": "\(id)", "shards": "\(reaped)"]) }
 
         // The snapshot first, then events: a counter never runs behind the events already applied.
@@ -363,7 +379,42 @@ public final class CoordinatorService: Sendable {
             }
         }
         if let last = events.last { try await self.queue.trimEvents(campaign: id, through: last.id) }
+        if more, let milliseconds = lastEventID.split(separator: "-").first.flatMap({ Double($0) }) {
+            let lag = max(0, Date().timeIntervalSince1970 - milliseconds / 1000)
+            self.roundLag.withLock { $0 = max($0, lag) }
+        }
         return (counters, !more)
+    }
+
+    /// Sets the backlog lists autoscalers read: the unfinished shards of the running campaigns of
+    /// each topic and environment, as this round found them.
+    private func publishBacklog(_ campaigns: [CampaignRecord]) async {
+        var backlog: [BacklogKey: Int] = [:]
+        for campaign in campaigns where campaign.state == .running {
+            backlog[BacklogKey(topic: campaign.topic, environment: campaign.environment), default: 0] += max(0, campaign.shardCount - campaign.doneShards)
+        }
+        do {
+            try await self.queue.setBacklogs(backlog)
+        } catch {
+            self.logger.warning("cannot set the backlog lists", metadata: ["error": "\(error)"])
+        }
+    }
+
+    private func setLeading(_ leads: Bool) {
+        self.leading.store(leads, ordering: .relaxed)
+        self.metrics.leader.set(leads ? 1 : 0)
+    }
+
+    /// Sets the gauges read from Postgres (campaigns by state, pending tokens, dead shards); a
+    /// standby coordinator reads them too. Called before each scrape of its metrics.
+    public func refreshGauges() async {
+        do {
+            let counts = try await self.store.campaignCountsByState()
+            let unfinished = try await self.store.campaigns(in: [.pending, .running, .paused])
+            self.metrics.observe(counts: counts, unfinished: unfinished)
+        } catch {
+            self.logger.warning("cannot read campaigns for the metrics", metadata: ["error": "\(error)"])
+        }
     }
 
     /// Deletes token failures past their retention, in batches, so one round never holds a long lock.

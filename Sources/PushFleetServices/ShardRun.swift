@@ -1,3 +1,4 @@
+import CoreMetrics
 import Logging
 import NIOCore
 import PushFleetCore
@@ -119,7 +120,10 @@ struct ShardRun {
                 action = self.machine.repeatsCollected(.init(resent: repeats.resent, retried: repeats.retried), now: .now)
             case .checkpoint(let delta):
                 do {
-                    switch try await self.worker.queue.checkpoint(self.lease, delta, leaseMilliseconds: self.worker.configuration.leaseMilliseconds) {
+                    let started = ContinuousClock.now
+                    let result = try await self.worker.queue.checkpoint(self.lease, delta, leaseMilliseconds: self.worker.configuration.leaseMilliseconds)
+                    FleetMetrics.shared.checkpointDuration.record(ContinuousClock.now - started)
+                    switch result {
                     case .ok(let status):
                         action = self.machine.checkpointConfirmed(status, now: .now)
                     case .leaseLost:
@@ -129,6 +133,7 @@ struct ShardRun {
                 } catch {
                     // Redis unreachable: the machine keeps the checkpoint and sends it again; the
                     // write deadline is not renewed, so sending stops when the lease may have run out.
+                    FleetMetrics.shared.checkpointFailures.increment()
                     self.logger.warning("checkpoint failed; will retry", metadata: self.metadata.merging(["error": "\(error)"]) { $1 })
                     action = self.machine.checkpointFailed(now: .now)
                 }

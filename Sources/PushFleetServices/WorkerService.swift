@@ -1,3 +1,4 @@
+import CoreMetrics
 import Foundation
 public import Logging
 public import PushFleetRedis
@@ -25,6 +26,11 @@ public final class WorkerService: Sendable {
     let logger: Logger
     /// Runs ended whose work Postgres may not hold yet: counted if Redis loses their queue first.
     let endedRuns = EndedRuns()
+    private let channelProblem = Mutex<String?>(nil)
+
+    /// Why the last attempt to make a sender failed (credentials that cannot be loaded), or `nil`
+    /// when it succeeded.
+    public var senderProblem: String? { self.channelProblem.withLock { $0 } }
 
     public init(configuration: Configuration, queue: CampaignQueue, transport: DeliveryTransport, logger: Logger) {
         self.configuration = configuration
@@ -117,6 +123,7 @@ public final class WorkerService: Sendable {
                                 run: run, drain: drain, onFeedEnded: { sink.yield(.feedEnded(run: run)) }
                             )
                             let ending = await shard.execute(inputs: inputs, continuation: continuation)
+                            FleetMetrics.shared.ended(ending)
                             // A shard given up on stops the channel before its deadline is lifted.
                             if ending == .leaseLost || ending == .abandoned { context.halt() }
                             context.unregister(run)
@@ -156,8 +163,11 @@ public final class WorkerService: Sendable {
     private func makeSlotContext(drain: DrainSignal) async -> SlotContext? {
         while !drain.isTriggered {
             do {
-                return SlotContext(channel: try self.transport.makeChannel())
+                let context = SlotContext(channel: try self.transport.makeChannel())
+                self.channelProblem.withLock { $0 = nil }
+                return context
             } catch {
+                self.channelProblem.withLock { $0 = "cannot make a \(self.transport.name) sender: \(error)" }
                 self.logger.error("cannot make a \(self.transport.name) sender", metadata: ["error": "\(error)"])
                 await drain.sleep(for: .seconds(1))
             }
@@ -183,6 +193,7 @@ public final class WorkerService: Sendable {
             if let lease = try await self.queue.claim(
                 campaign: candidate, worker: self.configuration.workerID, leaseMilliseconds: self.configuration.leaseMilliseconds
             ) {
+                FleetMetrics.shared.shardsClaimed.increment()
                 return Claim(lease: lease, leasedAt: asked, template: template)
             }
         }

@@ -21,6 +21,9 @@ struct PipelineFixture {
     let invalid: Set<DeviceToken>
     let unregistered: Set<DeviceToken>
     let tokenFile: String
+    /// Whether `launch`, `worker` and `coordinator` get their options from `PUSHFLEET_*`
+    /// variables (URLs from `PUSHFLEET_*_FILE` files) instead of the command line.
+    var optionsFromEnvironment = false
 
     /// An audience of `count` tokens; 1 in `invalidEvery` answered InvalidToken, 1 in
     /// `unregisteredEvery` reported by the feedback service.
@@ -56,7 +59,8 @@ struct PipelineFixture {
         }
         return PipelineFixture(
             mock: self.mock, topic: self.topic, redisURL: rewrite(self.redisURL, redis), postgresURL: rewrite(self.postgresURL, postgres),
-            tokens: self.tokens, invalid: self.invalid, unregistered: self.unregistered, tokenFile: self.tokenFile
+            tokens: self.tokens, invalid: self.invalid, unregistered: self.unregistered, tokenFile: self.tokenFile,
+            optionsFromEnvironment: self.optionsFromEnvironment
         )
     }
 
@@ -67,7 +71,8 @@ struct PipelineFixture {
         components?.path = "/\(database)"
         return PipelineFixture(
             mock: self.mock, topic: self.topic, redisURL: components?.string ?? self.redisURL, postgresURL: self.postgresURL,
-            tokens: self.tokens, invalid: self.invalid, unregistered: self.unregistered, tokenFile: self.tokenFile
+            tokens: self.tokens, invalid: self.invalid, unregistered: self.unregistered, tokenFile: self.tokenFile,
+            optionsFromEnvironment: self.optionsFromEnvironment
         )
     }
 
@@ -90,27 +95,32 @@ struct PipelineFixture {
 
     /// Runs `pushfleet launch` and returns the campaign id.
     func launch(_ extra: [String] = [], protocol: String = "binary") async throws -> UUID {
-        let result = try await PushFleetProcess.run(
+        let (arguments, environment) = try self.invocation(
             ["launch", "--topic", self.topic, "--protocol", `protocol`, "--tokens", self.tokenFile,
              "--payload", #"{"aps":{"alert":"叮咚 Ding dong","sound":"default"}}"#] + extra + self.stateArguments
         )
+        let result = try await PushFleetProcess.run(arguments, environment: environment)
         try #require(result.status == 0, "launch failed: \(result.error)")
         return try #require(UUID(uuidString: result.output.split(separator: "\n").last.map(String.init) ?? ""), "launch printed \(result.output)")
     }
 
     /// Starts a worker against the fixture's simulator, or against `gateway`.
-    func startWorker(connections: Int = 4, shardsPerConnection: Int = 4, leaseMilliseconds: Int = 3_000, gateway: BinaryFixture? = nil) throws -> PushFleetProcess {
-        try PushFleetProcess(
+    func startWorker(
+        connections: Int = 4, shardsPerConnection: Int = 4, leaseMilliseconds: Int = 3_000, gateway: BinaryFixture? = nil, extra: [String] = []
+    ) throws -> PushFleetProcess {
+        try self.spawn(
             ["worker", "--topic", self.topic, "--protocol", "binary", "--endpoint", "127.0.0.1:\((gateway ?? self.mock).binaryPort)",
              "--connections", "\(connections)",
-             "--shards-per-connection", "\(shardsPerConnection)", "--lease-ms", "\(leaseMilliseconds)"] + self.tlsArguments + self.stateArguments
+             "--shards-per-connection", "\(shardsPerConnection)", "--lease-ms", "\(leaseMilliseconds)"] + extra + self.tlsArguments + self.stateArguments
         )
     }
 
     enum HTTP2Authentication { case providerToken, certificate }
 
     /// Starts an HTTP/2 worker against the fixture's simulator.
-    func startHTTP2Worker(_ authentication: HTTP2Authentication, connections: Int = 2, teamID: String = BinaryFixture.teamID) throws -> PushFleetProcess {
+    func startHTTP2Worker(
+        _ authentication: HTTP2Authentication, connections: Int = 2, teamID: String = BinaryFixture.teamID, extra: [String] = []
+    ) throws -> PushFleetProcess {
         let certificates = self.mock.certificates
         let credentials: [String]
         switch authentication {
@@ -120,22 +130,69 @@ struct PipelineFixture {
         case .certificate:
             credentials = self.tlsArguments
         }
-        return try PushFleetProcess(
+        return try self.spawn(
             ["worker", "--topic", self.topic, "--endpoint", "127.0.0.1:\(self.mock.ports.http2!)", "--connections", "\(connections)",
-             "--connection-spacing-s", "0.2", "--lease-ms", "3000"] + credentials + self.stateArguments
+             "--connection-spacing-s", "0.2", "--lease-ms", "3000"] + extra + credentials + self.stateArguments
         )
     }
 
     /// Starts a worker of `protocol` (`binary`, or `http2` with provider-token auth) with its defaults here.
-    func startWorker(protocol: String) throws -> PushFleetProcess {
-        `protocol` == "http2" ? try self.startHTTP2Worker(.providerToken) : try self.startWorker()
+    func startWorker(protocol: String, extra: [String] = []) throws -> PushFleetProcess {
+        `protocol` == "http2" ? try self.startHTTP2Worker(.providerToken, extra: extra) : try self.startWorker(extra: extra)
     }
 
     func startCoordinator(_ extra: [String] = []) throws -> PushFleetProcess {
-        try PushFleetProcess(
+        try self.spawn(
             ["coordinator", "--interval-ms", "200", "--feedback-endpoint", "127.0.0.1:\(self.mock.ports.feedback!)",
              "--feedback-topic", self.topic, "--feedback-interval-s", "1"] + extra + self.tlsArguments + self.stateArguments
         )
+    }
+
+    /// The same fixture, giving options through the environment or not.
+    func withOptions(fromEnvironment: Bool) -> PipelineFixture {
+        var copy = self
+        copy.optionsFromEnvironment = fromEnvironment
+        return copy
+    }
+
+    /// Starts `pushfleet arguments…`, its options given as ``optionsFromEnvironment`` says.
+    func spawn(_ arguments: [String]) throws -> PushFleetProcess {
+        let (arguments, environment) = try self.invocation(arguments)
+        return try PushFleetProcess(arguments, environment: environment)
+    }
+
+    /// `arguments` as given (the command line), or as the environment gives them: the command's
+    /// words stay, `--name value` becomes `PUSHFLEET_NAME=value` (Redis and Postgres URLs in files
+    /// named by `PUSHFLEET_REDIS_FILE`, `PUSHFLEET_POSTGRES_FILE`), a bare `--flag` `PUSHFLEET_FLAG=true`.
+    func invocation(_ arguments: [String]) throws -> (arguments: [String], environment: [String: String]) {
+        guard self.optionsFromEnvironment else { return (arguments, [:]) }
+        var words: [String] = []
+        var environment: [String: String] = [:]
+        var index = 0
+        while index < arguments.count {
+            let argument = arguments[index]
+            guard argument.hasPrefix("--") else {
+                words.append(argument)
+                index += 1
+                continue
+            }
+            let name = "PUSHFLEET_" + argument.dropFirst(2).uppercased().replacingOccurrences(of: "-", with: "_")
+            if index + 1 < arguments.count, !arguments[index + 1].hasPrefix("--") {
+                let value = arguments[index + 1]
+                if name == "PUSHFLEET_REDIS" || name == "PUSHFLEET_POSTGRES" {
+                    let file = NSTemporaryDirectory() + "pushfleet-\(name.lowercased())-\(UUID().uuidString)"
+                    try value.write(toFile: file, atomically: true, encoding: .utf8)
+                    environment[name + "_FILE"] = file
+                } else {
+                    environment[name] = value
+                }
+                index += 2
+            } else {
+                environment[name] = "true"
+                index += 1
+            }
+        }
+        return (words, environment)
     }
 
     /// `pushfleet status ID --json`, parsed.

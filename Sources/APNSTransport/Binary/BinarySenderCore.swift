@@ -1,4 +1,5 @@
 import APNSWire
+import CoreMetrics
 import DequeModule
 import Logging
 import NIOCore
@@ -56,6 +57,9 @@ final class BinarySenderCore {
     private var capacityWaiters: Deque<CheckedContinuation<Void, any Error>> = []
     private var flushWaiters: [CheckedContinuation<Void, Never>] = []
     private(set) var statistics = BinarySender.Statistics()
+    private let metrics = TransportMetrics.binary
+    /// Counters of error responses, by status: made once each.
+    private var errorResponseCounters: [UInt8: Counter] = [:]
 
     init(
         configuration: BinarySender.Configuration,
@@ -109,7 +113,11 @@ final class BinarySenderCore {
 
     func shutdown() -> [BinaryNotification] {
         switch self.state {
-        case .writing(let channel, _), .awaitingProof(let channel, _): channel.close(promise: nil)
+        case .writing(let channel, _), .awaitingProof(let channel, _):
+            channel.close(promise: nil)
+            self.metrics.connections.decrement()
+        case .closing:
+            self.metrics.connections.decrement()
         default: break
         }
         self.state = .shutdown
@@ -187,6 +195,7 @@ final class BinarySenderCore {
     private func connectFailed(generation: Int, error: any Error) {
         guard case .connecting(let current) = self.state, current == generation else { return }
         self.statistics.connectFailures += 1
+        self.metrics.connectFailures.increment()
         self.failedAttempts += 1
         let failure = TransportError.connectionFailed(host: self.configuration.host, port: self.configuration.port, underlying: error)
         self.logger.warning("cannot connect to the binary gateway", metadata: ["error": "\(failure)"])
@@ -203,12 +212,20 @@ final class BinarySenderCore {
         }
         self.state = .writing(channel, generation: generation)
         self.statistics.connectionsOpened += 1
+        self.metrics.connections.increment()
         self.scheduleWrite()
     }
 
     func writabilityChanged(generation: Int) {
         guard case .writing(_, let current) = self.state, current == generation else { return }
         self.scheduleWrite()
+    }
+
+    private func errorResponseCounter(_ status: BinaryStatus) -> Counter {
+        if let counter = self.errorResponseCounters[status.rawValue] { return counter }
+        let counter = TransportMetrics.binaryErrorResponses(status: status.rawValue)
+        self.errorResponseCounters[status.rawValue] = counter
+        return counter
     }
 
     func errorResponse(_ response: BinaryErrorResponse, generation: Int) {
@@ -222,6 +239,7 @@ final class BinarySenderCore {
         self.state = .closing(generation: generation)
         self.cancelTimers()
         self.statistics.errorResponses += 1
+        self.errorResponseCounter(response.status).increment()
         let resolution = self.window.resolve(response)
         if !resolution.identifierMatched {
             self.statistics.unmatchedErrors += 1
@@ -251,12 +269,14 @@ final class BinarySenderCore {
         case .connecting(let g) where g == generation:
             // TCP connected but TLS never completed.
             self.statistics.connectFailures += 1
+            self.metrics.connectFailures.increment()
             self.failedAttempts += 1
             let failure = TransportError.connectionFailed(
                 host: self.configuration.host, port: self.configuration.port, underlying: error.map { "\($0)" } ?? "closed during the TLS handshake"
             )
             self.logger.warning("TLS handshake with the binary gateway failed", metadata: ["error": "\(failure)"])
         case .writing(_, let g) where g == generation, .awaitingProof(_, let g) where g == generation:
+            self.metrics.connections.decrement()
             let unknown = self.window.connectionLost().compactMap { $0 }
             if !unknown.isEmpty {
                 self.statistics.silentCloses += 1
@@ -266,7 +286,7 @@ final class BinarySenderCore {
                 self.failedAttempts += 1
             }
         case .closing(let g) where g == generation:
-            break  // the error response already settled the window
+            self.metrics.connections.decrement()  // the error response already settled the window
         default:
             return  // an older connection
         }
@@ -349,6 +369,7 @@ final class BinarySenderCore {
     private func proofTimedOut(generation: Int) {
         guard case .awaitingProof(let channel, let current) = self.state, current == generation else { return }
         self.statistics.confirmationTimeouts += 1
+        self.metrics.requestTimeouts.increment()
         self.logger.warning(
             "no answer to the sentinel frame; closing the connection and writing its unconfirmed frames again",
             metadata: ["timeout_ms": "\(self.configuration.confirmationTimeout.nanoseconds / 1_000_000)"]

@@ -1,5 +1,6 @@
 import APNSWire
 import DequeModule
+import CoreMetrics
 import Logging
 import NIOCore
 import NIOHTTP2
@@ -52,6 +53,9 @@ final class HTTP2SenderCore {
     private var capacityWaiters: Deque<CheckedContinuation<Void, any Error>> = []
     private var flushWaiters: [CheckedContinuation<Void, Never>] = []
     private var statistics = HTTP2Sender.Statistics()
+    private let metrics = TransportMetrics.http2
+    /// Counters of answers other than 200, by status: made once each.
+    private var answerCounters: [Int: Counter] = [:]
 
     init(
         configuration: HTTP2Sender.Configuration,
@@ -119,7 +123,10 @@ final class HTTP2SenderCore {
         for connection in self.connections.values.sorted(by: { $0.slot < $1.slot }) {
             remaining += connection.window.connectionLost().map(\.notification)
             connection.timer?.cancel()
-            if case .ready(let channel, _) = connection.state { channel.close(promise: nil) }
+            if case .ready(let channel, _) = connection.state {
+                channel.close(promise: nil)
+                self.metrics.connections.decrement()
+            }
             connection.state = .closed
         }
         self.connections.removeAll()
@@ -237,6 +244,7 @@ final class HTTP2SenderCore {
         guard case .connecting = connection.state else { return }
         connection.state = .closed
         self.statistics.connectFailures += 1
+        self.metrics.connectFailures.increment()
         self.forget(connection)
         self.slotFailures[connection.slot] += 1
         let failure = TransportError.connectionFailed(host: self.configuration.host, port: self.configuration.port, underlying: error)
@@ -272,6 +280,7 @@ final class HTTP2SenderCore {
         connection.state = .ready(channel, handler)
         connection.lastActivity = .now()
         self.statistics.connectionsOpened += 1
+        self.metrics.connections.increment()
         let tick = TimeAmount.nanoseconds(
             min(max(min(self.configuration.requestTimeout, self.configuration.idlePingInterval).nanoseconds / 4, 10_000_000), 1_000_000_000)
         )
@@ -286,7 +295,10 @@ final class HTTP2SenderCore {
     }
 
     func answered(_ connection: HTTP2Connection, streamID: Int32, status: Int, body: ByteBuffer?) {
-        guard var pending = connection.window.answered(streamID) else { return }
+        guard let (answered, sentAt) = connection.window.answeredWithSendTime(streamID) else { return }
+        var pending = answered
+        self.metrics.answerDuration.recordNanoseconds(Int64(truncatingIfNeeded: NIODeadline.now().uptimeNanoseconds &- sentAt))
+        self.count(status: status)
         connection.madeProgress = true
         self.slotFailures[connection.slot] = 0
         if status != 500 { connection.window.answerWasNotServerError() }
@@ -339,6 +351,7 @@ final class HTTP2SenderCore {
 
     func goAwayReceived(_ connection: HTTP2Connection, lastStreamID: Int32, errorCode: String, debugData: ByteBuffer?) {
         self.statistics.goAways += 1
+        self.metrics.goAways.increment()
         let reason = HTTP2Rejection.goAwayReason(debugData)
         self.statistics.lastGoAwayReason = reason?.rawValue
         self.logger.info(
@@ -378,6 +391,7 @@ final class HTTP2SenderCore {
             return
         case .ready:
             connection.state = .closed
+            self.metrics.connections.decrement()
         }
         self.forget(connection)
         guard !self.isShutdown else { return }
@@ -404,6 +418,7 @@ final class HTTP2SenderCore {
         let timeout = self.configuration.requestTimeout
         if let oldest = connection.window.oldestSentAt, now.uptimeNanoseconds > oldest + UInt64(timeout.nanoseconds) {
             self.statistics.requestTimeouts += 1
+            self.metrics.requestTimeouts.increment()
             self.logger.warning(
                 "an APNs answer is overdue; giving up the connection",
                 metadata: ["timeout_ms": "\(timeout.nanoseconds / 1_000_000)", "in_flight": "\(connection.window.count)"]
@@ -412,6 +427,7 @@ final class HTTP2SenderCore {
         } else if let sent = connection.pingSentAt {
             if now - sent > timeout {
                 self.statistics.requestTimeouts += 1
+                self.metrics.requestTimeouts.increment()
                 self.logger.warning("no answer to PING; giving up the connection")
                 self.giveUp(connection, handler)
             }
@@ -526,6 +542,18 @@ final class HTTP2SenderCore {
         self.queue.prepend(entry.pending)
         self.openConnectionsIfNeeded()
         self.fillAll()
+    }
+
+    private func count(status: Int) {
+        if status == 200 {
+            self.metrics.accepted.increment()
+        } else if let counter = self.answerCounters[status] {
+            counter.increment()
+        } else {
+            let counter = self.metrics.answers(status: status)
+            self.answerCounters[status] = counter
+            counter.increment()
+        }
     }
 
     private func emitOutcomes() {

@@ -1,5 +1,6 @@
 public import APNSWire
 public import Crypto
+import CoreMetrics
 import Foundation
 import NIOConcurrencyHelpers
 
@@ -96,6 +97,7 @@ public final class ProviderTokenSigner: Sendable, CustomStringConvertible {
         state.token = token
         state.renewal.signed(issuedAt: now)
         state.signed += 1
+        TransportMetrics.providerTokensSigned.increment()
         return token
     }
 

@@ -100,6 +100,12 @@ public struct HTTP2StreamWindow<Element> {
     /// The answer to `streamID` is complete: returns its element, or `nil` for a stream not in flight.
     @inlinable
     public mutating func answered(_ streamID: Int32) -> Element? {
+        self.answeredWithSendTime(streamID)?.element
+    }
+
+    /// ``answered(_:)``, with the `sentAt` its stream was opened with.
+    @inlinable
+    public mutating func answeredWithSendTime(_ streamID: Int32) -> (element: Element, sentAt: UInt64)? {
         guard streamID >= self.firstStreamID, streamID & 1 == 1 else { return nil }
         let index = Int((streamID - self.firstStreamID) / 2)
         guard index < self.slots.count, let slot = self.slots[index] else { return nil }
@@ -109,7 +115,7 @@ public struct HTTP2StreamWindow<Element> {
             self.slots.removeFirst()
             self.firstStreamID &+= 2
         }
-        return slot.element
+        return (slot.element, slot.sentAt)
     }
 
     /// The peer sent GOAWAY: returns, in stream order, the streams above `lastStreamID`; they were

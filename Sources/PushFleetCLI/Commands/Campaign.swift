@@ -2,12 +2,13 @@ import ArgumentParser
 import Foundation
 import PushFleetPostgres
 import PushFleetRedis
+import PushFleetServices
 
 /// Operator control of a running campaign.
 struct Campaign: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
-        abstract: "Pause, resume, cancel or retry a campaign.",
-        subcommands: [Pause.self, Resume.self, Cancel.self, Retry.self]
+        abstract: "List campaigns; pause, resume, cancel or retry one.",
+        subcommands: [List.self, Pause.self, Resume.self, Cancel.self, Retry.self]
     )
 
     struct Target: ParsableArguments {
@@ -35,6 +36,51 @@ struct Campaign: AsyncParsableCommand {
                     FileHandle.standardError.write(Data("warning: \(error); the coordinator applies it once Redis answers\n".utf8))
                 }
                 print("campaign \(self.campaignID) \(postgresState.rawValue)")
+            }
+        }
+    }
+
+    struct List: AsyncParsableCommand {
+        static let configuration = CommandConfiguration(abstract: "The newest campaigns, with their state and counts.")
+
+        @Option(help: "Only campaigns in this state (repeatable): pending, running, paused, completed, cancelled or failed.")
+        var state: [String] = []
+
+        @Option(help: "At most this many.")
+        var limit: Int = 50
+
+        @Flag(help: "A JSON array of the objects `status --json` prints.")
+        var json = false
+
+        @OptionGroup var store: StateOptions
+
+        func validate() throws {
+            for state in self.state where CampaignState(rawValue: state) == nil {
+                throw ValidationError("--state is pending, running, paused, completed, cancelled or failed, not \(state)")
+            }
+            guard (1...10_000).contains(self.limit) else { throw ValidationError("--limit is between 1 and 10000") }
+        }
+
+        func run() async throws {
+            let states = self.state.isEmpty ? CampaignState.allCases : self.state.compactMap(CampaignState.init(rawValue:))
+            let records = try await self.store.withStore(logger: makeLogger("pushfleet.campaign")) { store in
+                try await store.recentCampaigns(in: states, limit: self.limit)
+            }
+            let reports = records.map { StatusReport(record: $0) }
+            if self.json {
+                print("[" + reports.map(\.json).joined(separator: ",") + "]")
+                return
+            }
+            let rows = [["CAMPAIGN", "STATE", "TOPIC", "ENV", "TOTAL", "ACCEPTED", "REJECTED", "PENDING", "CREATED"]] + reports.map { report in
+                let r = report.record
+                return [
+                    r.id.uuidString, r.state.rawValue, r.topic, r.environment, String(r.total), String(r.accepted),
+                    String(r.rejected.values.reduce(0, +)), String(r.pending), r.createdAt.formatted(.iso8601),
+                ]
+            }
+            let widths = (0..<rows[0].count).map { column in rows.map { $0[column].count }.max() ?? 0 }
+            for row in rows {
+                print(zip(row, widths).map { $0.padding(toLength: $1, withPad: " ", startingAt: 0) }.joined(separator: "  ").trimmingCharacters(in: .whitespaces))
             }
         }
     }

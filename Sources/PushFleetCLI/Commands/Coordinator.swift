@@ -1,6 +1,8 @@
 import APNSTransport
 import ArgumentParser
 import Foundation
+import PushFleetObservability
+import PushFleetPostgres
 import PushFleetServices
 
 /// Runs the coordinator until SIGTERM/SIGINT.
@@ -32,6 +34,8 @@ struct Coordinator: AsyncParsableCommand {
 
     @OptionGroup var tls: TLSOptions
     @OptionGroup var state: StateOptions
+    @OptionGroup var metrics: MetricsOptions
+    @OptionGroup var log: LogOptions
 
     func validate() throws {
         guard self.intervalMs >= 10 else { throw ValidationError("--interval-ms is at least 10") }
@@ -44,6 +48,8 @@ struct Coordinator: AsyncParsableCommand {
     }
 
     func run() async throws {
+        self.log.bootstrap()
+        let registry = self.metrics.bootstrap()
         let logger = makeLogger("pushfleet.coordinator")
         var feedback: [CoordinatorService.FeedbackSource] = []
         if let text = self.feedbackEndpoint, let topic = self.feedbackTopic {
@@ -57,11 +63,29 @@ struct Coordinator: AsyncParsableCommand {
         )
         let drain = DrainSignal()
         let state = self.state
+        let metrics = self.metrics
+        let redis = try Readiness.Check.redis(self.state.redis)
         // A round ends within a few seconds; one that does not is stuck, and the coordinator's state
         // is all in Redis and Postgres, so nothing is lost by cutting it short.
         try await Signals.draining(drain, grace: .seconds(10), logger: logger) {
             try await state.withState(logger: logger) { queue, store in
-                await CoordinatorService(configuration: configuration, queue: queue, store: store, logger: logger).run(until: drain)
+                let coordinator = CoordinatorService(configuration: configuration, queue: queue, store: store, logger: logger)
+                let readiness = Readiness([
+                    redis,
+                    Readiness.Check("postgres") {
+                        do {
+                            try await store.ping()
+                            return nil
+                        } catch {
+                            return "\(error)"
+                        }
+                    },
+                    // A standby is ready: it takes over when the leader goes.
+                    Readiness.Check("leader", required: false) { coordinator.isLeading ? nil : "standing by" },
+                ])
+                try await metrics.serving(registry, readiness: readiness, beforeScrape: { await coordinator.refreshGauges() }, logger: logger) {
+                    await coordinator.run(until: drain)
+                }
             }
         }
     }

@@ -56,6 +56,7 @@ struct Launch: AsyncParsableCommand {
     var json = false
 
     @OptionGroup var state: StateOptions
+    @OptionGroup var log: LogOptions
 
     func validate() throws {
         guard (self.tokens == nil) != !self.fromRegistry else { throw ValidationError("Give --tokens FILE or --from-registry (one of them).") }
@@ -79,6 +80,7 @@ struct Launch: AsyncParsableCommand {
     }
 
     func run() async throws {
+        self.log.bootstrap()
         let binary = self.protocol == "binary"
         let format: PayloadFormat = binary ? .binaryFrame : .http2(pushType: self.pushType)
         let payload = try PayloadOption.load(self.payload, format: format)

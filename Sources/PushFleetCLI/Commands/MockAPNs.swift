@@ -5,6 +5,7 @@ import Logging
 import NIOCore
 import NIOPosix
 import PushFleetCore
+import PushFleetObservability
 
 /// Runs the APNs simulator until interrupted.
 struct MockAPNs: AsyncParsableCommand {
@@ -82,10 +83,10 @@ struct MockAPNs: AsyncParsableCommand {
     @Option(help: "CA (PEM) that client certificates must chain to.")
     var clientCa: String?
 
-    @Option(help: "File of tokens answered with InvalidToken (8).")
+    @Option(help: "File of tokens that are not valid: binary answers InvalidToken (8) and closes; HTTP/2 answers 400 BadDeviceToken.")
     var invalidTokens: String?
 
-    @Option(help: "File of tokens accepted, then reported by the feedback service.")
+    @Option(help: "File of tokens whose app was removed: binary accepts them and the feedback service reports them; HTTP/2 answers 410 Unregistered with a timestamp.")
     var unregisteredTokens: String?
 
     @Option(help: "Milliseconds before an error response is written.")
@@ -99,6 +100,9 @@ struct MockAPNs: AsyncParsableCommand {
 
     @Option(help: "Accept at most N notifications per second on each connection.")
     var ratePerConnection: Int?
+
+    @OptionGroup var metrics: MetricsOptions
+    @OptionGroup var log: LogOptions
 
     func validate() throws {
         if self.certs == nil && (self.cert == nil || self.key == nil || self.clientCa == nil) {
@@ -123,6 +127,8 @@ struct MockAPNs: AsyncParsableCommand {
     }
 
     func run() async throws {
+        self.log.bootstrap()
+        let registry = self.metrics.bootstrap()
         let configuration = try self.makeConfiguration()
         let server = MockAPNSServer(configuration: configuration, group: MultiThreadedEventLoopGroup.singleton)
         let ports = try await server.start()
@@ -130,7 +136,11 @@ struct MockAPNs: AsyncParsableCommand {
         FileHandle.standardOutput.write(
             Data("mock-apns binary=\(ports.binary ?? 0) feedback=\(ports.feedback ?? 0) admin=\(ports.admin ?? 0) http2=\(ports.http2 ?? 0)\n".utf8)
         )
-        try await Signals.waitForTermination()
+        let gauges = SimulatorMetrics()
+        let ledger = server.ledger
+        try await self.metrics.serving(registry, readiness: Readiness(), beforeScrape: { gauges.observe(ledger.snapshot()) }, logger: makeLogger("pushfleet.mock-apns")) {
+            try await Signals.waitForTermination()
+        }
         try await server.shutdown()
     }
 

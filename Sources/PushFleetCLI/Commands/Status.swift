@@ -13,13 +13,22 @@ struct Status: AsyncParsableCommand {
     @Flag(help: "One JSON object.")
     var json = false
 
-    @Flag(help: "Redraw a progress bar until the campaign ends.")
+    @Flag(help: "Redraw a progress bar until the campaign ends; then exit 0 if it completed, 2 if it failed, 3 if it was cancelled.")
     var watch = false
 
     @OptionGroup var state: StateOptions
 
     func validate() throws {
         guard UUID(uuidString: self.campaignID) != nil else { throw ValidationError("the campaign id must be a UUID, got \"\(self.campaignID)\"") }
+    }
+
+    /// How `--watch` ends for a campaign that did not complete.
+    static func exitCode(_ state: CampaignState) -> ExitCode? {
+        switch state {
+        case .failed: ExitCode(2)
+        case .cancelled: ExitCode(3)
+        default: nil
+        }
     }
 
     func run() async throws {
@@ -39,6 +48,7 @@ struct Status: AsyncParsableCommand {
             }
             let report = StatusReport(record: record)
             print(self.json ? report.json : report.text)
+            if self.watch, let code = Self.exitCode(record.state) { throw code }
         }
     }
 }

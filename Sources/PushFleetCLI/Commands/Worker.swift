@@ -4,6 +4,7 @@ import Foundation
 import Logging
 import NIOCore
 import NIOPosix
+import PushFleetObservability
 import PushFleetRedis
 import PushFleetServices
 
@@ -29,13 +30,13 @@ struct Worker: AsyncParsableCommand {
     @Option(help: "Gateway HOST:PORT instead of Apple's (e.g. a mock-apns).")
     var endpoint: String?
 
-    @Option(help: "Shards worked at once, each over its own connection.")
+    @Option(help: "APNs connections. HTTP/2: one pool of this many, shared by up to connections × shards-per-connection shards at once; binary: one connection per slot, each working its own shards.")
     var connections: Int = 4
 
     @Option(help: "Seconds between opening two HTTP/2 connections of the pool.")
     var connectionSpacingS: Double = 2
 
-    @Option(help: "Shards of one campaign worked at once over each connection (a crash re-sends at most this many per connection).")
+    @Option(help: "Shards of one campaign worked at once per connection (a crash re-sends at most the unanswered part of this many per connection).")
     var shardsPerConnection: Int = 4
 
     @Option(help: "Shard lease in milliseconds, renewed by every checkpoint.")
@@ -47,6 +48,8 @@ struct Worker: AsyncParsableCommand {
     @OptionGroup var providerToken: ProviderTokenOptions
     @OptionGroup var tls: TLSOptions
     @OptionGroup var state: StateOptions
+    @OptionGroup var metrics: MetricsOptions
+    @OptionGroup var log: LogOptions
 
     func validate() throws {
         guard ["production", "sandbox"].contains(self.environment) else { throw ValidationError("--environment is production or sandbox") }
@@ -66,6 +69,8 @@ struct Worker: AsyncParsableCommand {
     }
 
     func run() async throws {
+        self.log.bootstrap()
+        let registry = self.metrics.bootstrap()
         let logger = makeLogger("pushfleet.worker")
         let transport = try self.makeTransport(logger: logger)
         var configuration = WorkerService.Configuration(
@@ -81,10 +86,12 @@ struct Worker: AsyncParsableCommand {
         let drain = DrainSignal()
         let signals = Task { try await Signals.waitForTermination(); drain.trigger() }
         defer { signals.cancel() }
+        let redis = try Readiness.Check.redis(self.state.redis)
         try await self.state.withQueue(logger: logger) { queue in
             let worker = WorkerService(configuration: configuration, queue: queue, transport: transport, logger: logger)
+            let readiness = Readiness([redis, Readiness.Check("credentials") { worker.senderProblem }])
             logger.info("worker serving", metadata: ["topic": "\(self.topic)", "environment": "\(self.environment)", "protocol": "\(self.protocol)"])
-            let totals = await worker.run(until: drain)
+            let totals = try await self.metrics.serving(registry, readiness: readiness, logger: logger) { await worker.run(until: drain) }
             // One line for scripts and tests: what the senders counted over the worker's life.
             let json = String(decoding: try JSONEncoder().encode(totals), as: UTF8.self)
             print("sender \(json)")

@@ -42,10 +42,10 @@ struct StateOptions: ParsableArguments {
     }
 }
 
-/// The CLI's logger: warnings and errors to standard error, `--verbose` for more.
-/// `PUSHFLEET_LOG_LEVEL` (trace, debug, info, warning, error) overrides `level`.
+/// The CLI's logger, to standard error: `--log-level` (or `PUSHFLEET_LOG_LEVEL`: trace, debug,
+/// info, notice, warning, error, critical) overrides `level`.
 func makeLogger(_ label: String, level: Logger.Level = .info) -> Logger {
     var logger = Logger(label: label)
-    logger.logLevel = ProcessInfo.processInfo.environment["PUSHFLEET_LOG_LEVEL"].flatMap(Logger.Level.init(rawValue:)) ?? level
+    logger.logLevel = LogOptions.chosenLevel ?? ProcessInfo.processInfo.environment["PUSHFLEET_LOG_LEVEL"].flatMap(Logger.Level.init(rawValue:)) ?? level
     return logger
 }

@@ -49,6 +49,7 @@ final class SlotContext: Sendable {
     }
 
     private func route(_ batch: [DeliveryOutcome]) {
+        FleetMetrics.shared.count(batch)
         var start = 0
         while start < batch.count {
             let run = batch[start].tag & Self.runMask

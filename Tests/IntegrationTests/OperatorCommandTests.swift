@@ -1,0 +1,55 @@
+import Foundation
+import PushFleetPostgres
+import PushFleetTestSupport
+import Testing
+
+/// `campaign list` and the exit codes of `status --watch`, against campaigns made in Postgres.
+@Suite struct OperatorCommandTests {
+    private func postgres() throws -> [String] { ["--postgres", try IntegrationEnvironment.postgresURL()] }
+
+    @Test func watchExitsWithTheStateACampaignEndedIn() async throws {
+        let topic = PostgresFixture.topic("watch")
+        var ids: [CampaignState: UUID] = [:]
+        try await PostgresFixture.withStore { (store: CampaignStore) async throws in
+            for state in [CampaignState.completed, .failed, .cancelled] {
+                let campaign = PostgresFixture.campaign(topic: topic)
+                #expect(try await store.createCampaign(campaign))
+                #expect(try await store.setState(campaign.id, to: state, from: [.pending]))
+                ids[state] = campaign.id
+            }
+        }
+        for (state, code) in [(CampaignState.completed, Int32(0)), (.failed, 2), (.cancelled, 3)] {
+            let result = try await PushFleetProcess.run(["status", ids[state]!.uuidString, "--watch"] + (try self.postgres()))
+            #expect(result.status == code, "\(state): \(result.error)")
+            #expect(result.output.contains(state.rawValue))
+        }
+        // Without --watch, status reports and succeeds whatever the state.
+        let plain = try await PushFleetProcess.run(["status", ids[.failed]!.uuidString] + (try self.postgres()))
+        #expect(plain.status == 0)
+    }
+
+    @Test func listShowsTheNewestCampaignsOfAState() async throws {
+        let topic = PostgresFixture.topic("list")
+        let paused = PostgresFixture.campaign(topic: topic)
+        try await PostgresFixture.withStore { (store: CampaignStore) async throws in
+            #expect(try await store.createCampaign(paused))
+            #expect(try await store.setState(paused.id, to: .running, from: [.pending]))
+            #expect(try await store.setState(paused.id, to: .paused, from: [.running]))
+        }
+        let result = try await PushFleetProcess.run(["campaign", "list", "--state", "paused", "--limit", "10000", "--json"] + (try self.postgres()))
+        #expect(result.status == 0, "\(result.error)")
+        let list = try #require(try JSONSerialization.jsonObject(with: Data(result.output.utf8)) as? [[String: Any]])
+        #expect(list.allSatisfy { $0["state"] as? String == "paused" })
+        let mine = try #require(list.first { $0["id"] as? String == paused.id.uuidString.lowercased() })
+        #expect(mine["total"] as? Int == paused.totalTokens)
+
+        let text = try await PushFleetProcess.run(["campaign", "list", "--state", "paused", "--limit", "10000"] + (try self.postgres()))
+        #expect(text.status == 0)
+        #expect(text.output.split(separator: "\n").first?.hasPrefix("CAMPAIGN") == true)
+        #expect(text.output.contains(paused.id.uuidString) && text.output.contains(topic))
+
+        let wrong = try await PushFleetProcess.run(["campaign", "list", "--state", "sleeping"] + (try self.postgres()))
+        #expect(wrong.status == 64)
+        #expect(wrong.error.contains("not sleeping"))
+    }
+}
