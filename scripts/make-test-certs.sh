@@ -1,6 +1,8 @@
 #!/usr/bin/env bash
-# make-test-certs.sh OUTDIR: a fresh, throwaway test PKI for PushFleet's tests
-# and demo. Never check these files in; they are regenerated on demand.
+# make-test-certs.sh OUTDIR [HOSTNAME...]: a fresh, throwaway test PKI for
+# PushFleet's tests and demo. Never check these files in; they are regenerated
+# on demand. HOSTNAMEs are added to the server certificate (e.g. mock-apns, the
+# simulator's name in deploy/compose.yaml).
 #
 #   ca.pem, ca-key.pem                 test CA (EC P-256, CA:TRUE)
 #   server.pem, server-key.pem         CN=localhost, SAN localhost/127.0.0.1/::1, serverAuth
@@ -17,11 +19,18 @@
 # least another day, nothing is done.
 set -euo pipefail
 
-if [[ $# -ne 1 ]]; then
-    echo "usage: $0 OUTDIR" >&2
+if [[ $# -lt 1 ]]; then
+    echo "usage: $0 OUTDIR [HOSTNAME...]" >&2
     exit 2
 fi
 out="$1"
+shift
+extra_hosts=("$@")
+extra_san=""
+for host in "${extra_hosts[@]}"; do
+    [[ "$host" =~ ^[A-Za-z0-9.-]+$ ]] || { echo "make-test-certs: '$host' is not a host name" >&2; exit 2; }
+    extra_san+=", DNS:$host"
+done
 
 DAYS=30
 P12_PASSWORD="pushfleet-test"
@@ -40,6 +49,9 @@ complete_and_fresh() {
     # A kept directory (the demo's .pushfleet/certs) outlives the 30 days.
     for f in ca.pem server.pem client.pem rogue-ca.pem rogue-client.pem; do
         openssl x509 -noout -checkend 86400 -in "$out/$f" >/dev/null 2>&1 || return 1
+    done
+    for host in "${extra_hosts[@]}"; do
+        openssl x509 -noout -ext subjectAltName -in "$out/server.pem" 2>/dev/null | grep -q "DNS:$host\b" || return 1
     done
 }
 
@@ -96,6 +108,9 @@ extendedKeyUsage = clientAuth
 subjectKeyIdentifier = hash
 authorityKeyIdentifier = keyid
 CNF
+if [[ -n "$extra_san" ]]; then
+    sed -i "s/^subjectAltName = DNS:localhost, IP:127.0.0.1, IP:::1\$/&${extra_san}/" "$work/openssl.cnf"
+fi
 
 # make_ca NAME CN: self-signed CA certificate NAME.pem with key NAME-key.pem.
 make_ca() {

@@ -30,11 +30,12 @@ trap 'exit 143' TERM
 pf_start_redis "$tmp/redis"
 pf_start_postgres "$tmp/pg"
 pf_make_certs "$tmp/certs" >/dev/null
+pf_deploy_python "$tmp/venv"
 # Phase 1 starts dozens of suites at once on two cores, each opening Postgres connections (a
 # backend process each): allow a connection a minute rather than the default 10 s.
 export PUSHFLEET_POSTGRES_URL="$PUSHFLEET_POSTGRES_URL?connect_timeout=60"
 
-echo "pushfleet test: PUSHFLEET_REDIS_URL=$PUSHFLEET_REDIS_URL PUSHFLEET_POSTGRES_URL=$PUSHFLEET_POSTGRES_URL PUSHFLEET_TEST_CERTS=$PUSHFLEET_TEST_CERTS"
+echo "pushfleet test: PUSHFLEET_REDIS_URL=$PUSHFLEET_REDIS_URL PUSHFLEET_POSTGRES_URL=$PUSHFLEET_POSTGRES_URL PUSHFLEET_TEST_CERTS=$PUSHFLEET_TEST_CERTS PUSHFLEET_DEPLOY_PYTHON=$PUSHFLEET_DEPLOY_PYTHON"
 
 swift build --build-tests
 

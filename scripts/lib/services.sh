@@ -62,6 +62,25 @@ pf_deb_installed() {
         dpkg-query -W -f='${Status}' "$1" 2>/dev/null | grep -q 'install ok installed'
 }
 
+# Python with kubernetes-validate (pinned) in a virtual environment at DIR, for the check of
+# deploy/ (scripts/check-deploy.py); installs python3 and python3-venv with apt if missing.
+# Exports PUSHFLEET_DEPLOY_PYTHON.
+pf_deploy_python() {
+    local dir="$1"
+    if ! { command -v python3 >/dev/null 2>&1 && python3 -c 'import ensurepip, venv' >/dev/null 2>&1; }; then
+        pf_log "installing: python3 python3-venv"
+        pf_as_root apt-get update -q || return 1
+        pf_as_root env DEBIAN_FRONTEND=noninteractive \
+            apt-get install -y -q --no-install-recommends python3 python3-venv || return 1
+    fi
+    python3 -m venv "$dir" || return 1
+    "$dir/bin/pip" install --quiet --disable-pip-version-check kubernetes-validate==1.31.0 || {
+        pf_err "cannot install kubernetes-validate 1.31.0 from PyPI into $dir"
+        return 1
+    }
+    export PUSHFLEET_DEPLOY_PYTHON="$dir/bin/python"
+}
+
 # Installs, with apt, whichever of our build/test dependencies are missing.
 pf_install_missing() {
     local missing=()
