@@ -1,4 +1,5 @@
 import Foundation
+import PushFleetCore
 import PushFleetPostgres
 import PushFleetTestSupport
 import Testing
@@ -51,5 +52,37 @@ import Testing
         let wrong = try await PushFleetProcess.run(["campaign", "list", "--state", "sleeping"] + (try self.postgres()))
         #expect(wrong.status == 64)
         #expect(wrong.error.contains("not sleeping"))
+    }
+}
+
+extension OperatorCommandTests {
+    /// On a terminal (here `script`'s pseudo-terminal), reading a token file draws a progress bar
+    /// that ends at 100% with every token; without one, nothing is drawn.
+    @Test func tokensImportDrawsProgressOnATerminal() async throws {
+        let tokens = PostgresFixture.tokens(25_000)
+        let file = NSTemporaryDirectory() + "pushfleet-progress-\(UUID().uuidString).txt"
+        try tokens.map(\.hexString).joined(separator: "\n").write(toFile: file, atomically: true, encoding: .utf8)
+        defer { try? FileManager.default.removeItem(atPath: file) }
+        let command = ([PushFleetProcess.executable, "tokens", "import", file, "--topic", PostgresFixture.topic("progress"), "--environment", "sandbox"]
+            + (try self.postgres())).map { "'\($0)'" }.joined(separator: " ")
+        // `script` runs the command on a pseudo-terminal and copies what it wrote to its own output.
+        let script = Process()
+        script.executableURL = URL(fileURLWithPath: "/usr/bin/script")
+        script.arguments = ["-qec", command, "/dev/null"]
+        let pipe = Pipe()
+        script.standardOutput = pipe
+        script.standardInput = FileHandle.nullDevice
+        try script.run()
+        let output = String(decoding: pipe.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
+        script.waitUntilExit()
+        let terminal = (status: script.terminationStatus, output: output, error: "")
+        #expect(terminal.status == 0, "\(terminal.output)")
+        #expect(terminal.output.contains("100%  25000/25000"), "\(terminal.output)")
+        #expect(terminal.output.contains("read from \(file)"))
+        #expect(terminal.output.contains("imported 25000 tokens"))
+
+        let plain = try await PushFleetProcess.run(["tokens", "import", file, "--topic", PostgresFixture.topic("progress"), "--environment", "sandbox"] + (try self.postgres()))
+        #expect(plain.status == 0)
+        #expect(!plain.error.contains("read from"), "a bar drawn without a terminal: \(plain.error)")
     }
 }

@@ -31,8 +31,10 @@ struct Tokens: AsyncParsableCommand {
             let imported = try await self.state.withStore(logger: makeLogger("pushfleet.tokens")) { store in
                 var total = 0
                 let now = Date()
+                var progress = FileProgress(reader)
                 while true {
                     let batch = try reader.read(upTo: 10_000)
+                    progress?.advance(by: batch.count, ended: batch.isEmpty)
                     if batch.isEmpty { return total }
                     total += try await store.importTokens(batch, topic: self.topic, environment: self.environment, registeredAt: now)
                 }

@@ -1,3 +1,6 @@
+#if canImport(Glibc)
+import Glibc
+#endif
 import PushFleetCore
 import PushFleetServices
 
@@ -6,12 +9,50 @@ struct FileTokenSource: TokenSource {
     let reader: TokenFileReader
     /// Required size of every token in bytes (32 for the binary protocol), or `nil`.
     let requiredSize: Int?
+    /// Drawn after each batch, when reading a file on behalf of a terminal.
+    var progress: FileProgress?
+
+    init(reader: TokenFileReader, requiredSize: Int?) {
+        self.reader = reader
+        self.requiredSize = requiredSize
+        self.progress = FileProgress(reader)
+    }
 
     mutating func next(upTo maximum: Int) async throws -> [DeviceToken] {
         let tokens = try self.reader.read(upTo: maximum)
+        self.progress?.advance(by: tokens.count, ended: tokens.isEmpty)
         if let required = self.requiredSize, let wrong = tokens.firstIndex(where: { $0.count != required }) {
             throw CLIError("\(self.reader.path):\(self.reader.lineOf(tokenAtBatchIndex: wrong)): \(DeviceTokenError.wrongSize(byteCount: tokens[wrong].count, required: required, protocolName: "binary protocol"))")
         }
         return tokens
+    }
+}
+
+/// A progress bar for reading a token file, on standard error when it is a terminal: tokens read,
+/// of as many as the file's size suggests at the bytes per line seen so far.
+struct FileProgress {
+    private let reader: TokenFileReader
+    private let size: Int
+    private var bar: ProgressBar
+    private var tokens = 0
+    private var drawnAt = 0.0
+
+    /// Nil unless standard error is a terminal and the reader reads a regular file.
+    init?(_ reader: TokenFileReader) {
+        guard isatty(STDERR_FILENO) == 1, let size = reader.size, size > 0 else { return nil }
+        self.reader = reader
+        self.size = size
+        self.bar = ProgressBar(total: 0)
+    }
+
+    mutating func advance(by count: Int, ended: Bool) {
+        self.tokens += count
+        let now = monotonicSeconds()
+        guard ended || now - self.drawnAt >= 0.2 else { return }
+        self.drawnAt = now
+        let read = max(1, self.reader.bytesRead)
+        self.bar.total = ended ? self.tokens : max(self.tokens, Int(Double(self.tokens) * Double(self.size) / Double(read)))
+        self.bar.draw(done: self.tokens, detail: "read from \(self.reader.path)")
+        if ended { self.bar.finish() }
     }
 }

@@ -12,6 +12,9 @@ final class TokenFileReader {
     private var capacity = 0
     /// The number of the last line read, from 1.
     private(set) var lineNumber = 0
+    /// Bytes read so far, and the file's size (`nil` for standard input or a pipe).
+    private(set) var bytesRead = 0
+    let size: Int?
 
     /// - Throws: ``CLIError`` if the file cannot be opened.
     init(path: String) throws {
@@ -21,11 +24,14 @@ final class TokenFileReader {
                 throw CLIError("cannot read standard input: \(String(cString: strerror(errno)))")
             }
             self.file = standardInput
+            self.size = nil
         } else {
             guard let opened = fopen(path, "r") else {
                 throw CLIError("cannot open the token file \(path): \(String(cString: strerror(errno)))")
             }
             self.file = opened
+            var status = stat()
+            self.size = fstat(fileno(opened), &status) == 0 && (status.st_mode & S_IFMT) == S_IFREG ? Int(status.st_size) : nil
         }
     }
 
@@ -53,6 +59,7 @@ final class TokenFileReader {
                 break
             }
             self.lineNumber += 1
+            self.bytesRead += length
             let bytes = UnsafeRawBufferPointer(start: self.line, count: length)
             var end = bytes.endIndex
             while end > bytes.startIndex, Self.isSpace(bytes[end - 1]) { end -= 1 }
