@@ -61,32 +61,34 @@ struct Coordinator: AsyncParsableCommand {
             tokenFailureRetention: self.tokenFailureRetentionDays > 0 ? .seconds(self.tokenFailureRetentionDays * 86_400) : nil,
             outageResumeDelay: .milliseconds(Int(self.outageResumeS * 1000)), outageResumeMaximum: .seconds(max(600, Int(self.outageResumeS)))
         )
-        let drain = DrainSignal()
         let state = self.state
-        let metrics = self.metrics
-        let redis = try Readiness.Check.redis(self.state.redis)
-        // A round ends within a few seconds; one that does not is stuck, and the coordinator's state
-        // is all in Redis and Postgres, so nothing is lost by cutting it short.
-        try await Signals.draining(drain, grace: .seconds(10), logger: logger) {
+        let started = Started<(coordinator: CoordinatorService, store: CampaignStore)>()
+        let readiness = Readiness([
+            try Readiness.Check.redis(self.state.redis),
+            Readiness.Check("postgres") {
+                guard let store = started.value?.store else { return "starting" }
+                do {
+                    try await store.ping()
+                    return nil
+                } catch {
+                    return "\(error)"
+                }
+            },
+            // A standby is ready: it takes over when the leader goes.
+            Readiness.Check("leader", required: false) { started.value?.coordinator.isLeading == true ? nil : "standing by" },
+        ])
+        let serving = DrainingService("coordinator") { drain in
             try await state.withState(logger: logger) { queue, store in
                 let coordinator = CoordinatorService(configuration: configuration, queue: queue, store: store, logger: logger)
-                let readiness = Readiness([
-                    redis,
-                    Readiness.Check("postgres") {
-                        do {
-                            try await store.ping()
-                            return nil
-                        } catch {
-                            return "\(error)"
-                        }
-                    },
-                    // A standby is ready: it takes over when the leader goes.
-                    Readiness.Check("leader", required: false) { coordinator.isLeading ? nil : "standing by" },
-                ])
-                try await metrics.serving(registry, readiness: readiness, beforeScrape: { await coordinator.refreshGauges() }, logger: logger) {
-                    await coordinator.run(until: drain)
-                }
+                started.set((coordinator, store))
+                await coordinator.run(until: drain)
             }
         }
+        let metrics = try await self.metrics.service(
+            registry, readiness: readiness, beforeScrape: { await started.value?.coordinator.refreshGauges() }, logger: logger
+        )
+        // A round ends within a few seconds; one that does not is stuck, and the coordinator's state
+        // is all in Redis and Postgres, so nothing is lost by cancelling it 10 s after SIGTERM.
+        try await Lifecycle.run([metrics, serving.configuration].compactMap { $0 }, grace: .seconds(10), logger: logger)
     }
 }

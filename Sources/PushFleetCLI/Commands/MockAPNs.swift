@@ -6,6 +6,7 @@ import NIOCore
 import NIOPosix
 import PushFleetCore
 import PushFleetObservability
+import ServiceLifecycle
 
 /// Runs the APNs simulator until interrupted.
 struct MockAPNs: AsyncParsableCommand {
@@ -138,10 +139,9 @@ struct MockAPNs: AsyncParsableCommand {
         )
         let gauges = SimulatorMetrics()
         let ledger = server.ledger
-        try await self.metrics.serving(registry, readiness: Readiness(), beforeScrape: { gauges.observe(ledger.snapshot()) }, logger: makeLogger("pushfleet.mock-apns")) {
-            try await Signals.waitForTermination()
-        }
-        try await server.shutdown()
+        let logger = makeLogger("pushfleet.mock-apns")
+        let metrics = try await self.metrics.service(registry, readiness: Readiness(), beforeScrape: { gauges.observe(ledger.snapshot()) }, logger: logger)
+        try await Lifecycle.run([metrics, .init(service: SimulatorService(server: server))].compactMap { $0 }, grace: .seconds(10), logger: logger)
     }
 
     func makeConfiguration() throws -> MockAPNSConfiguration {
@@ -180,5 +180,15 @@ struct MockAPNs: AsyncParsableCommand {
                 answerDelay: self.answerDelayMs.map { .milliseconds(Int64($0)) }
             )
         )
+    }
+}
+
+/// The simulator as a service: serving until the group shuts down.
+struct SimulatorService: Service {
+    let server: MockAPNSServer
+
+    func run() async throws {
+        try? await gracefulShutdown()
+        try await self.server.shutdown()
     }
 }

@@ -83,15 +83,27 @@ struct Worker: AsyncParsableCommand {
         } else if self.tls.hasIdentity {
             configuration.credentials = "the client certificate"
         }
-        let drain = DrainSignal()
-        let signals = Task { try await Signals.waitForTermination(); drain.trigger() }
-        defer { signals.cancel() }
-        let redis = try Readiness.Check.redis(self.state.redis)
-        try await self.state.withQueue(logger: logger) { queue in
-            let worker = WorkerService(configuration: configuration, queue: queue, transport: transport, logger: logger)
-            let readiness = Readiness([redis, Readiness.Check("credentials") { worker.senderProblem }])
-            logger.info("worker serving", metadata: ["topic": "\(self.topic)", "environment": "\(self.environment)", "protocol": "\(self.protocol)"])
-            let totals = try await self.metrics.serving(registry, readiness: readiness, logger: logger) { await worker.run(until: drain) }
+        let serviceConfiguration = configuration
+        let worker = Started<WorkerService>()
+        let totals = Started<SenderTotals>()
+        let readiness = Readiness([
+            try Readiness.Check.redis(self.state.redis),
+            Readiness.Check("credentials") { worker.value.map { $0.senderProblem } ?? "starting" },
+        ])
+        let state = self.state
+        let described = ["topic": "\(self.topic)", "environment": "\(self.environment)", "protocol": "\(self.protocol)"] as Logger.Metadata
+        let serving = DrainingService("worker") { drain in
+            try await state.withQueue(logger: logger) { queue in
+                let service = WorkerService(configuration: serviceConfiguration, queue: queue, transport: transport, logger: logger)
+                worker.set(service)
+                logger.info("worker serving", metadata: described)
+                totals.set(await service.run(until: drain))
+            }
+        }
+        let metrics = try await self.metrics.service(registry, readiness: readiness, logger: logger)
+        // A drain ends within its 20 s timeout and a checkpoint; past 50 s it is cancelled.
+        try await Lifecycle.run([metrics, serving.configuration].compactMap { $0 }, grace: .seconds(50), logger: logger)
+        if let totals = totals.value {
             // One line for scripts and tests: what the senders counted over the worker's life.
             let json = String(decoding: try JSONEncoder().encode(totals), as: UTF8.self)
             print("sender \(json)")

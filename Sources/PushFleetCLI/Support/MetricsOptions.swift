@@ -3,6 +3,7 @@ import Logging
 import Prometheus
 import PushFleetObservability
 import PushFleetRedis
+import ServiceLifecycle
 
 /// `--metrics-port` and `--metrics-host`: Prometheus text at `/metrics`, `/healthz` and `/readyz`
 /// for the long-running commands. Off unless a port is given.
@@ -25,24 +26,16 @@ struct MetricsOptions: ParsableArguments {
         self.metricsPort == nil ? nil : MetricsBootstrap.prometheus()
     }
 
-    /// Runs `body` while serving `registry` (from ``bootstrap()``) and `readiness`; without a
-    /// registry, runs `body` alone.
-    func serving<T: Sendable>(
-        _ registry: PrometheusCollectorRegistry?, readiness: Readiness, beforeScrape: (@Sendable () async -> Void)? = nil, logger: Logger,
-        _ body: () async throws -> T
-    ) async throws -> T {
-        guard let registry, let port = self.metricsPort else { return try await body() }
+    /// The metrics and health service for `registry` (from ``bootstrap()``), listening already;
+    /// `nil` without a registry.
+    func service(
+        _ registry: PrometheusCollectorRegistry?, readiness: Readiness, beforeScrape: (@Sendable () async -> Void)? = nil, logger: Logger
+    ) async throws -> ServiceGroupConfiguration.ServiceConfiguration? {
+        guard let registry, let port = self.metricsPort else { return nil }
         let server = try await ObservabilityServer.start(
             host: self.metricsHost, port: port, registry: registry, readiness: readiness, beforeScrape: beforeScrape, logger: logger
         )
-        do {
-            let result = try await body()
-            await server.close()
-            return result
-        } catch {
-            await server.close()
-            throw error
-        }
+        return .init(service: ObservabilityService(server: server))
     }
 }
 
