@@ -1,12 +1,15 @@
 #!/usr/bin/env python3
-"""check-deploy.py PUSHFLEET_BINARY: checks deploy/ without a container engine.
+"""check-deploy.py PUSHFLEET_BINARY [--image STATIC_BINARY]: checks deploy/ without a container engine.
 
 - every Kubernetes manifest validates against the Kubernetes schemas (kubernetes-validate);
 - the KEDA objects have the fields KEDA reads, and scale the worker Deployment on a backlog list;
 - the worker's grace period is longer than its drain; probes point at /healthz and /readyz;
 - deploy/compose.yaml parses and names the services an operator needs;
 - every PUSHFLEET_* variable, and every argument, given to a pushfleet container (Kubernetes and
-  compose) names an option of the command it runs: a typo would otherwise be ignored.
+  compose) names an option of the command it runs: a typo would otherwise be ignored;
+- with --image, the image's runtime stage as far as this machine allows: a binary built as the
+  Dockerfile builds it (scripts/build-static.sh) needs no Swift library, every library it does need
+  comes from a package the runtime stage installs or debian:bookworm-slim has, and it runs.
 
 Prints one line per problem, each naming the file; exits 1 if there is any.
 """
@@ -180,13 +183,78 @@ def compose(commands):
         problem(dashboard_path, "no panels")
 
 
+# Packages debian:bookworm-slim has: libc6 and what apt and dpkg depend on.
+BOOKWORM_SLIM = {"libc6", "libgcc-s1", "libstdc++6", "zlib1g"}
+SWIFT_RUNTIME_PREFIXES = ("libswift", "libFoundation", "lib_FoundationICU", "libdispatch", "libBlocksRuntime")
+
+
+def runtime_packages(path):
+    """The packages the last stage of the Dockerfile installs with apt-get."""
+    with open(path) as file:
+        text = file.read().replace("\\\n", " ")
+    stage = text.split("\nFROM ")[-1]
+    packages = set()
+    for line in stage.splitlines():
+        if "apt-get install" in line:
+            words = line.split("apt-get install", 1)[1].split("&&")[0].split()
+            packages.update(word for word in words if not word.startswith("-"))
+    return packages
+
+
+def image(binary):
+    path = os.path.join(DEPLOY, "Dockerfile")
+    installed = runtime_packages(path)
+    if "libhiredis0.14" not in installed:
+        problem(path, "the runtime stage does not install libhiredis0.14")
+    with open(path) as file:
+        if "scripts/build-static.sh" not in file.read():
+            problem(path, "the build stage does not build with scripts/build-static.sh (the Swift runtime linked statically)")
+    dynamic = subprocess.run(["readelf", "-d", binary], check=True, capture_output=True, text=True).stdout
+    needed = [line.split("[", 1)[1].rstrip("]") for line in dynamic.splitlines() if "(NEEDED)" in line]
+    resolved = {}
+    for line in subprocess.run(["ldd", binary], capture_output=True, text=True).stdout.splitlines():
+        parts = line.split("=>")
+        if len(parts) == 2 and parts[1].strip().startswith("/"):
+            resolved[parts[0].strip()] = os.path.realpath(parts[1].split("(")[0].strip())
+    for library in needed:
+        if library.startswith(SWIFT_RUNTIME_PREFIXES):
+            problem(path, f"{binary} needs {library}, which the runtime stage does not have (link the Swift runtime statically)")
+            continue
+        if library.startswith("ld-linux"):
+            continue  # the loader, from libc6
+        file = resolved.get(library)
+        if file is None:
+            problem(path, f"{binary} needs {library}, which this machine cannot find")
+            continue
+        owner = None
+        for candidate in (file, file.replace("/usr/lib/", "/lib/", 1)):
+            found = subprocess.run(["dpkg", "-S", candidate], capture_output=True, text=True)
+            if found.returncode == 0:
+                owner = found.stdout.split(":")[0]
+                break
+        if owner is None:
+            problem(path, f"{binary} needs {library} ({file}), which no Debian package provides")
+        elif owner not in installed and owner not in BOOKWORM_SLIM:
+            problem(path, f"{binary} needs {library} from {owner}, which the runtime stage does not install")
+    ran = subprocess.run([binary, "--version"], capture_output=True, text=True, env={"PATH": "/usr/bin:/bin"})
+    if ran.returncode != 0:
+        problem(path, f"{binary} --version failed: {ran.stderr.strip()}")
+
+
 def main():
-    if len(sys.argv) != 2:
+    arguments = sys.argv[1:]
+    static = None
+    if len(arguments) == 3 and arguments[1] == "--image":
+        static = arguments[2]
+        arguments = arguments[:1]
+    if len(arguments) != 1:
         print(__doc__.strip().splitlines()[0], file=sys.stderr)
         return 2
-    commands = options_by_command(sys.argv[1])
+    commands = options_by_command(arguments[0])
     kubernetes(commands)
     compose(commands)
+    if static is not None:
+        image(static)
     for line in problems:
         print(line)
     if not problems:

@@ -40,6 +40,14 @@ echo "pushfleet test: PUSHFLEET_REDIS_URL=$PUSHFLEET_REDIS_URL PUSHFLEET_POSTGRE
 swift build --build-tests
 
 status=0
+# The tests run the pushfleet the image ships: the Swift runtime linked statically (only relinks).
+if scripts/build-static.sh; then
+    export PUSHFLEET_STATIC_BINARY="$(swift build --show-bin-path)/pushfleet"
+else
+    pf_err "scripts/build-static.sh failed; the tests run a dynamically linked pushfleet"
+    status=1
+    swift build --product pushfleet
+fi
 if (($#)); then
     swift test --skip-build "$@" || status=$?
 else

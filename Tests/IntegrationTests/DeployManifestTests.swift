@@ -4,8 +4,10 @@ import Testing
 
 /// `deploy/` checked without a container engine by `scripts/check-deploy.py`: the Kubernetes
 /// manifests against the Kubernetes schemas (kubernetes-validate, which `scripts/test.sh` installs
-/// and names in `PUSHFLEET_DEPLOY_PYTHON`), the KEDA objects' fields, `compose.yaml`, and every
-/// option and `PUSHFLEET_*` variable given to pushfleet against the CLI itself.
+/// and names in `PUSHFLEET_DEPLOY_PYTHON`), the KEDA objects' fields, `compose.yaml`, every option
+/// and `PUSHFLEET_*` variable given to pushfleet against the CLI itself, and (given
+/// `PUSHFLEET_STATIC_BINARY`, as `scripts/test.sh` does) the image's runtime stage: the binary
+/// links no Swift library, every library it needs is in the runtime packages, and it runs.
 @Suite struct DeployManifestTests {
     private func check(_ directory: String? = nil) throws -> (status: Int32, output: String) {
         let python = try #require(
@@ -15,6 +17,8 @@ import Testing
         process.executableURL = URL(fileURLWithPath: python)
         process.arguments = [TestCertificates.repositoryRoot() + "/scripts/check-deploy.py", PushFleetProcess.executable]
         var environment = ProcessInfo.processInfo.environment
+        // scripts/test.sh builds the statically linked binary the image ships: check it too.
+        if let image = environment["PUSHFLEET_STATIC_BINARY"] { process.arguments! += ["--image", image] }
         if let directory { environment["PUSHFLEET_DEPLOY_DIR"] = directory }
         process.environment = environment
         let pipe = Pipe()

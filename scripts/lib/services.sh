@@ -94,6 +94,8 @@ pf_install_missing() {
     pf_deb_installed ca-certificates || missing+=(ca-certificates)
     { command -v ps && command -v pkill; } >/dev/null 2>&1 || missing+=(procps)
     command -v curl >/dev/null 2>&1 || missing+=(curl)
+    # readelf: the check of the image's runtime stage reads the binary's libraries.
+    command -v readelf >/dev/null 2>&1 || missing+=(binutils)
 
     if ((${#missing[@]} == 0)); then
         return 0
