@@ -25,7 +25,7 @@ ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 # PUSHFLEET_DEPLOY_DIR checks a copy (the tests break one on purpose).
 DEPLOY = os.environ.get("PUSHFLEET_DEPLOY_DIR") or os.path.join(ROOT, "deploy")
 KUBERNETES_VERSION = "1.30.0"
-WORKER_DRAIN_SECONDS = 20  # WorkerService.Configuration.drainTimeout
+WORKER_SHUTDOWN_SECONDS = 50  # the worker's ServiceGroup cancels a drain still running after this
 
 problems = []
 
@@ -117,10 +117,14 @@ def kubernetes(commands):
             for probe, expected in (("readinessProbe", "/readyz"), ("livenessProbe", "/healthz")):
                 if container.get(probe, {}).get("httpGet", {}).get("path") != expected:
                     problem(path, f"{name}: {probe} should GET {expected}")
+            security = spec.get("securityContext", {})
+            secret_volumes = [v for v in spec.get("volumes", []) if "secret" in v]
+            if security.get("runAsUser", 0) != 0 and secret_volumes and "fsGroup" not in security:
+                problem(path, f"{name}: runs as user {security['runAsUser']} with secret volumes but no fsGroup: it cannot read them")
             if "worker" in container.get("args", [])[:1]:
                 grace = spec.get("terminationGracePeriodSeconds", 30)
-                if grace <= WORKER_DRAIN_SECONDS + 10:
-                    problem(path, f"{name}: terminationGracePeriodSeconds {grace} leaves no room for the {WORKER_DRAIN_SECONDS} s drain")
+                if grace <= WORKER_SHUTDOWN_SECONDS:
+                    problem(path, f"{name}: terminationGracePeriodSeconds {grace} is not above the worker's {WORKER_SHUTDOWN_SECONDS} s shutdown")
 
     scaled = documents.get("ScaledObject", [])
     if not scaled:

@@ -81,7 +81,8 @@ struct Endpoints: Sendable {
         }
         switch path {
         case "/metrics":
-            await self.beforeScrape?()
+            // Gauges read from elsewhere (Postgres) are refreshed within 2 s, or served as they were.
+            if let refresh = self.beforeScrape { await Readiness.first(refresh, orAfter: .seconds(2), ()) }
             var body: [UInt8] = []
             body.reserveCapacity(16_384)
             self.registry.emit(into: &body)

@@ -63,27 +63,32 @@ public struct Readiness: Sendable {
     /// The probe's answer, or a timeout's. The probe runs in a task of its own, not a child: a
     /// probe stuck in a blocking call must not hold the answer back.
     private static func run(_ check: Check, timeout: Duration) async -> String? {
-        await withCheckedContinuation { (continuation: CheckedContinuation<String?, Never>) in
+        await Self.first(check.probe, orAfter: timeout, "no answer within \(timeout)")
+    }
+
+    /// What `work` returns, or `late` once `timeout` has passed; `work` runs in a task of its own
+    /// and may go on after that.
+    static func first<Value: Sendable>(_ work: @escaping @Sendable () async -> Value, orAfter timeout: Duration, _ late: Value) async -> Value {
+        await withCheckedContinuation { (continuation: CheckedContinuation<Value, Never>) in
             let answer = FirstAnswer(continuation)
-            let probe = check.probe
-            Task { answer.give(await probe()) }
+            Task { answer.give(await work()) }
             Task {
                 try? await Task.sleep(for: timeout)
-                answer.give("no answer within \(timeout)")
+                answer.give(late)
             }
         }
     }
 }
 
 /// Resumes a continuation with the first value given, and ignores the rest.
-private final class FirstAnswer: Sendable {
-    private let continuation: Mutex<CheckedContinuation<String?, Never>?>
+private final class FirstAnswer<Value: Sendable>: Sendable {
+    private let continuation: Mutex<CheckedContinuation<Value, Never>?>
 
-    init(_ continuation: CheckedContinuation<String?, Never>) {
+    init(_ continuation: CheckedContinuation<Value, Never>) {
         self.continuation = Mutex(continuation)
     }
 
-    func give(_ value: String?) {
+    func give(_ value: Value) {
         self.continuation.withLock { $0.take() }?.resume(returning: value)
     }
 }

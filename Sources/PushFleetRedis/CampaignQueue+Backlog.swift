@@ -13,9 +13,11 @@ extension CampaignQueue {
         try await self.client.withConnection { connection in
             let reply = try connection.checkedCommand([Array("SMEMBERS".utf8), Array(Self.backlogs.utf8)])
             let known = Set((reply.array ?? []).compactMap(\.string))
+            // Unlisted before deleted: should another coordinator list and set the same list in
+            // between, it is listed and gone for a round (and set again), never set and unlisted.
             for stale in known.subtracting(current) {
-                _ = try connection.checkedCommand([Array("DEL".utf8), Array(stale.utf8)])
                 _ = try connection.checkedCommand([Array("SREM".utf8), Array(Self.backlogs.utf8), Array(stale.utf8)])
+                _ = try connection.checkedCommand([Array("DEL".utf8), Array(stale.utf8)])
             }
             for (key, count) in shards where count > 0 {
                 _ = try connection.checkedCommand([Array("SADD".utf8), Array(Self.backlogs.utf8), Array(key.redisKey.utf8)])

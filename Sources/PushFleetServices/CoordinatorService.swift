@@ -403,6 +403,8 @@ public final class CoordinatorService: Sendable {
     private func setLeading(_ leads: Bool) {
         self.leading.store(leads, ordering: .relaxed)
         self.metrics.leader.set(leads ? 1 : 0)
+        // Only the leader folds: a standby's lag is nothing, not the last one it saw.
+        if !leads { self.metrics.foldLag.set(0) }
     }
 
     /// Sets the gauges read from Postgres (campaigns by state, pending tokens, dead shards); a

@@ -51,10 +51,12 @@ import Testing
         try edit("kubernetes/worker.yaml", "terminationGracePeriodSeconds: 60", "terminationGracePeriodSecond: 60")
         try edit("kubernetes/configmap.yaml", "PUSHFLEET_TEAM_ID:", "PUSHFLEET_TEAM_IDD:")
         try edit("kubernetes/keda-scaledobject.yaml", "minReplicaCount: 0", "minReplicaCount: 1")
+        try edit("kubernetes/coordinator.yaml", "        fsGroup: 10001\n", "")
         let (status, output) = try self.check(copy)
         #expect(status == 1)
         #expect(output.contains("deploy/kubernetes/worker.yaml: Deployment pushfleet-worker: Additional properties are not allowed"), "\(output)")
         #expect(output.contains("PUSHFLEET_TEAM_IDD names no option of `pushfleet worker`"), "\(output)")
         #expect(output.contains("minReplicaCount: 0"), "\(output)")
+        #expect(output.contains("pushfleet-coordinator: runs as user 10001 with secret volumes but no fsGroup"), "\(output)")
     }
 }

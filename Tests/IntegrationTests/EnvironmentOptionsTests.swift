@@ -26,6 +26,18 @@ import Testing
         #expect(result.error.contains("PUSHFLEET_REDIS_FILE=\(missing): cannot read the file"), "\(result.error)")
     }
 
+    /// A `_FILE` must hold one value. A key file named there by mistake (its option takes a path)
+    /// is refused without a word of what it holds.
+    @Test func aFileOfSeveralLinesIsRefusedUnread() async throws {
+        let file = NSTemporaryDirectory() + "pushfleet-not-a-value-\(UUID().uuidString)"
+        try "-----BEGIN PRIVATE KEY-----\nSECRETSECRET\n-----END PRIVATE KEY-----\n".write(toFile: file, atomically: true, encoding: .utf8)
+        defer { try? FileManager.default.removeItem(atPath: file) }
+        let result = try await PushFleetProcess.run(["worker", "--topic", "com.example.env"], environment: ["PUSHFLEET_AUTH_KEY_FILE": file])
+        #expect(result.status != 0)
+        #expect(result.error.contains("PUSHFLEET_AUTH_KEY_FILE=\(file): the file holds several lines"), "\(result.error)")
+        #expect(!result.error.contains("SECRETSECRET") && !result.output.contains("SECRETSECRET"))
+    }
+
     @Test func aFlagTakesTrueOrFalse() async throws {
         let result = try await PushFleetProcess.run(["status", UUID().uuidString], environment: ["PUSHFLEET_JSON": "maybe"])
         #expect(result.status != 0)

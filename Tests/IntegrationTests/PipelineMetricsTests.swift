@@ -149,6 +149,7 @@ extension PipelineTests {
         let listening = lines.first { $0["message"] as? String == "metrics and health listening" }
         #expect(listening?["level"] as? String == "info", "\(simulator.standardError)")
         #expect(listening?["label"] as? String == "pushfleet.mock-apns")
+        #expect((listening?["time"] as? String)?.hasSuffix("Z") == true, "a time without its zone: \(listening?["time"] ?? "none")")
         #expect((listening?["metadata"] as? [String: Any])?["address"] as? String == "127.0.0.1:\(port)")
         await stopAll([simulator])
     }

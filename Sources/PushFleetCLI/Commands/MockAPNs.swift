@@ -131,7 +131,8 @@ struct MockAPNs: AsyncParsableCommand {
         self.log.bootstrap()
         let registry = self.metrics.bootstrap()
         let configuration = try self.makeConfiguration()
-        let server = MockAPNSServer(configuration: configuration, group: MultiThreadedEventLoopGroup.singleton)
+        let logger = makeLogger("pushfleet.mock-apns")
+        let server = MockAPNSServer(configuration: configuration, group: MultiThreadedEventLoopGroup.singleton, logger: logger)
         let ports = try await server.start()
         // Unbuffered: scripts read this line to learn the ports while the simulator runs.
         FileHandle.standardOutput.write(
@@ -139,7 +140,6 @@ struct MockAPNs: AsyncParsableCommand {
         )
         let gauges = SimulatorMetrics()
         let ledger = server.ledger
-        let logger = makeLogger("pushfleet.mock-apns")
         let metrics = try await self.metrics.service(registry, readiness: Readiness(), beforeScrape: { gauges.observe(ledger.snapshot()) }, logger: logger)
         try await Lifecycle.run([metrics, .init(service: SimulatorService(server: server))].compactMap { $0 }, grace: .seconds(10), logger: logger)
     }

@@ -16,7 +16,11 @@ final class ChildProcesses {
         let process = Process()
         process.executableURL = Self.executable
         process.arguments = arguments
-        var environment = ProcessInfo.processInfo.environment
+        // The demo gives its children their options; options exported for the demo itself (a
+        // metrics port every child would try to bind) are not theirs.
+        var environment = ProcessInfo.processInfo.environment.filter { key, _ in
+            !key.hasPrefix(EnvironmentArguments.prefix) || ["PUSHFLEET_REDIS_URL", "PUSHFLEET_POSTGRES_URL", "PUSHFLEET_LOG_LEVEL", "PUSHFLEET_EXIT_WITH_PARENT"].contains(key)
+        }
         environment["PUSHFLEET_LOG_LEVEL"] = environment["PUSHFLEET_LOG_LEVEL"] ?? "error"
         process.environment = environment
         let errors = Pipe()

@@ -56,12 +56,22 @@ enum EnvironmentArguments {
             var text = try String(contentsOfFile: path, encoding: .utf8)
             // A file written by `echo` or an editor ends with a newline that is not part of the value.
             while text.last?.isNewline == true { text.removeLast() }
+            guard !text.contains(where: \.isNewline) else {
+                // Never echoed: a key file named here by mistake must not end up in an error message.
+                throw FileValueError.severalLines
+            }
             return text
+        } catch FileValueError.severalLines {
+            throw ValidationError(
+                "\(variable)_FILE=\(path): the file holds several lines, not one value; for an option that takes a path (a key, a certificate), set \(variable) to the path instead"
+            )
         } catch {
             throw ValidationError("\(variable)_FILE=\(path): cannot read the file: \((error as NSError).localizedDescription)")
         }
     }
 }
+
+private enum FileValueError: Error { case severalLines }
 
 /// The part of ArgumentParser's `--experimental-dump-help` description this reads.
 private struct DumpedTool: Decodable {

@@ -17,8 +17,11 @@ struct LogOptions: ParsableArguments {
     /// The level `--log-level` chose, once ``bootstrap()`` ran.
     static var chosenLevel: Logger.Level? { Self.level.withLock { $0 } }
 
+    /// `warn` is taken for `warning`, as many tools write it.
+    private var level: Logger.Level? { self.logLevel.flatMap { Logger.Level(rawValue: $0 == "warn" ? "warning" : $0) } }
+
     func validate() throws {
-        if let level = self.logLevel, Logger.Level(rawValue: level) == nil {
+        if let level = self.logLevel, self.level == nil {
             throw ValidationError("--log-level is trace, debug, info, notice, warning, error or critical, not \(level)")
         }
         guard ["text", "json"].contains(self.logFormat) else { throw ValidationError("--log-format is text or json, not \(self.logFormat)") }
@@ -26,7 +29,8 @@ struct LogOptions: ParsableArguments {
 
     /// Sets up logging for the process; call it first in `run()`.
     func bootstrap() {
-        Self.level.withLock { $0 = self.logLevel.flatMap(Logger.Level.init(rawValue:)) }
+        let chosen = self.level
+        Self.level.withLock { $0 = chosen }
         if self.logFormat == "json" {
             LoggingSystem.bootstrap { JSONLogHandler(label: $0) }
         } else {
@@ -60,7 +64,7 @@ struct JSONLogHandler: LogHandler {
         if let provided = self.metadataProvider?.get() { merged.merge(provided) { $1 } }
         if let extra = event.metadata { merged.merge(extra) { $1 } }
         var fields: [(key: String, value: JSONValue)] = [
-            ("time", .string(Date.now.formatted(.iso8601.year().month().day().time(includingFractionalSeconds: true)))),
+            ("time", .string(Date.now.formatted(.iso8601.year().month().day().time(includingFractionalSeconds: true).timeZone(separator: .omitted)))),
             ("level", .string(event.level.rawValue)), ("label", .string(self.label)), ("message", .string(event.message.description)),
             ("source", .string(event.source)), ("file", .string(event.file)), ("line", .number(String(event.line))),
         ]
