@@ -67,6 +67,7 @@ extension PipelineTests {
         }
         #expect(scraped.sum("pushfleet_shard_runs_ended_total", matching: ["ending": "completed"]) >= 1)
         #expect(scraped.sum("pushfleet_shards_claimed_total") >= scraped.sum("pushfleet_shard_runs_ended_total"))
+        // A count, not a time: the checkpoint histogram recorded at least one checkpoint.
         #expect((scraped.value("pushfleet_checkpoint_duration_seconds_count") ?? 0) >= 1)
         #expect((scraped.value("pushfleet_apns_connections", ["protocol": `protocol`]) ?? -1) >= 0)
         if `protocol` == "http2" {
