@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # scripts/test.sh [swift test args...]: the one test command, locally and in CI.
 #
-# Installs what is missing (Debian), starts a private Redis and Postgres on
-# free loopback ports, makes throwaway test certificates, builds, runs
+# Installs what is missing (Debian), starts a private Redis, a private 3-master
+# Redis Cluster and Postgres on free loopback ports, makes throwaway test
+# certificates, builds, runs
 # `swift test` (extra arguments are passed on, e.g. --filter X; without any, the pipeline suite
 # runs after the other suites), and stops
 # everything again. Exits with the status of `swift test`.
@@ -28,6 +29,7 @@ trap 'exit 130' INT
 trap 'exit 143' TERM
 
 pf_start_redis "$tmp/redis"
+pf_start_redis_cluster "$tmp/redis-cluster"
 pf_start_postgres "$tmp/pg"
 pf_make_certs "$tmp/certs" >/dev/null
 pf_deploy_python "$tmp/venv"
@@ -35,7 +37,7 @@ pf_deploy_python "$tmp/venv"
 # backend process each): allow a connection a minute rather than the default 10 s.
 export PUSHFLEET_POSTGRES_URL="$PUSHFLEET_POSTGRES_URL?connect_timeout=60"
 
-echo "pushfleet test: PUSHFLEET_REDIS_URL=$PUSHFLEET_REDIS_URL PUSHFLEET_POSTGRES_URL=$PUSHFLEET_POSTGRES_URL PUSHFLEET_TEST_CERTS=$PUSHFLEET_TEST_CERTS PUSHFLEET_DEPLOY_PYTHON=$PUSHFLEET_DEPLOY_PYTHON"
+echo "pushfleet test: PUSHFLEET_REDIS_URL=$PUSHFLEET_REDIS_URL PUSHFLEET_REDIS_CLUSTER_URL=$PUSHFLEET_REDIS_CLUSTER_URL PUSHFLEET_POSTGRES_URL=$PUSHFLEET_POSTGRES_URL PUSHFLEET_TEST_CERTS=$PUSHFLEET_TEST_CERTS PUSHFLEET_DEPLOY_PYTHON=$PUSHFLEET_DEPLOY_PYTHON"
 
 swift build --build-tests
 
@@ -55,6 +57,9 @@ else
     # cores for minutes) runs after the others, not beside them, so that it does not starve
     # their deadlines (binary proofs, leases, idle timers) and they do not starve its leases.
     swift test --skip-build --skip PipelineTests || status=$?
+    # The queue suites again, on the Redis Cluster: every script and command of CampaignQueue,
+    # routed by slot (the pipeline suite runs a campaign per protocol on it too).
+    PUSHFLEET_REDIS_URL="$PUSHFLEET_REDIS_CLUSTER_URL" swift test --skip-build --filter RedisCampaignQueue || status=$?
     swift test --skip-build --filter PipelineTests || status=$?
 fi
 

@@ -23,14 +23,14 @@ extension RedisConnection {
     ) throws(RedisError) -> RedisReply {
         let reply = try self.evaluate(script, keys: keys, arguments: arguments)
         if case .error(let message) = reply {
-            throw .errorReply(self.configuration.server, command: "the \(name) script", message)
+            throw .errorReply(self.lastServer, command: "the \(name) script", message)
         }
         return reply
     }
 
     /// An error for a reply of the wrong shape.
     func unexpected(_ what: String, _ reply: RedisReply) -> RedisError {
-        .unexpectedReply(self.configuration.server, command: what, reply)
+        .unexpectedReply(self.lastServer, command: what, reply)
     }
 
     /// The integer of `reply`, or an error naming `what`.
@@ -56,6 +56,6 @@ extension RedisConnection {
     private func errorReply(_ arguments: [[UInt8]], _ message: String) -> RedisError {
         // Name only the command: arguments may be tokens or payloads.
         let name = arguments.first.map { String(decoding: $0, as: UTF8.self).uppercased() } ?? "?"
-        return .errorReply(self.configuration.server, command: name, message)
+        return .errorReply(self.lastServer, command: name, message)
     }
 }

@@ -1,55 +1,83 @@
-import CHiredis
 public import Logging
 
-/// One blocking connection to Redis through hiredis, for use from a single thread.
+/// A blocking connection to Redis, standalone or Redis Cluster, for use from a single thread.
 ///
-/// Commands go through hiredis' binary-safe Argv API only. Any I/O error, timeout or protocol error
-/// leaves replies possibly in flight, so the context is freed at once and a new one is opened by
-/// the next call; the failed call throws and is never retried here (a command may have run).
-/// An error *reply* is returned as ``RedisReply/error(_:)`` and leaves the connection usable.
+/// The first command asks the configured server for `CLUSTER SLOTS`. A standalone Redis refuses,
+/// and every command goes to it over one hiredis connection. A cluster node answers with the slot
+/// map: each command then goes to the master serving its key's slot (see ``RedisRoute``), over one
+/// connection per master; `MOVED` updates the map and sends the command again, `ASK` sends it once
+/// more after `ASKING`, and the whole map is read again after a redirect or a failed node. A
+/// pipeline is split per node and its replies put back in order. Scripts and multi-key commands
+/// must keep their keys in one slot, which PushFleet's `{campaign}` hash tags do.
 ///
-/// Not `Sendable`: a `redisContext` is not thread-safe. ``RedisClient`` confines one to its thread.
+/// Failures follow the rules of one connection: an I/O error, timeout or protocol error closes
+/// that node's connection, the call throws and is not retried (a command may have run); an error
+/// *reply* is a ``RedisReply/error(_:)`` and leaves the connection usable. Redirects are the only
+/// replies acted on here: they mean the command did not run.
+///
+/// Not `Sendable`: hiredis contexts are not thread-safe. ``RedisClient`` confines one to its thread.
 public final class RedisConnection {
-    /// The server this connection talks to.
+    /// The configured server: a standalone Redis, or the cluster node the slot map is first read from.
     public let configuration: RedisConfiguration
     let logger: Logger
-    var currentContext: UnsafeMutablePointer<redisContext>?
+    private let seed: RedisNode
+    private var topology = Topology.unknown
+    private var map = RedisClusterMap()
+    /// The connection to each cluster master, by the address the cluster gives it.
+    private var nodes: [RedisClusterMap.Address: RedisNode] = [:]
+    /// Whether the map may be out of date (a redirect or a failed node); read again before the next call.
+    private var mapIsStale = false
+    private var lastRefresh: ContinuousClock.Instant?
+    /// `host:port` of the node that answered last, as messages about its replies name it.
+    private(set) var lastServer: String
+
+    private enum Topology { case unknown, standalone, cluster }
+
+    /// At most this many redirects are followed for one command.
+    static let maximumRedirects = 5
+    /// The map is read again at most this often when nodes keep failing.
+    static let refreshInterval = Duration.seconds(1)
 
     /// Creates a connection that connects on its first command.
     /// - Parameters:
-    ///   - configuration: Where the server is; see ``RedisConfiguration``.
-    ///   - logger: Receives connects (debug) and connection failures (warning). Default: label `pushfleet.redis`.
+    ///   - configuration: Where the server is; see ``RedisConfiguration``. On a cluster, any node.
+    ///   - logger: Receives connects (debug), topology changes (debug) and connection failures (warning).
     public init(configuration: RedisConfiguration, logger: Logger = Logger(label: "pushfleet.redis")) {
         self.configuration = configuration
-        var logger = logger
-        logger[metadataKey: "redis.server"] = "\(configuration.server)"
         self.logger = logger
+        self.seed = RedisNode(configuration: configuration, logger: logger)
+        self.lastServer = configuration.server
     }
 
-    deinit {
-        if let currentContext { redisFree(currentContext) }
-    }
+    /// Whether any connection is open. A closed connection reconnects on its next command.
+    public var isConnected: Bool { self.seed.isConnected || self.nodes.values.contains { $0.isConnected } }
 
-    /// Whether a context is open. A closed connection reconnects on its next command.
-    public var isConnected: Bool { self.currentContext != nil }
+    /// Whether the server turned out to be a Redis Cluster (false until the first command).
+    public var isCluster: Bool { self.topology == .cluster }
 
-    /// Closes the connection now; the next command opens a new one.
+    /// The masters of the cluster as `host:port`, from the last slot map read (empty when standalone).
+    public var clusterMasters: [String] { self.map.masters.map(\.description) }
+
+    /// Closes every connection now; the next command opens what it needs.
     public func close() {
-        if let currentContext { redisFree(currentContext) }
-        self.currentContext = nil
+        self.seed.close()
+        for node in self.nodes.values { node.close() }
     }
 
     /// Sends one command and waits for its reply.
     /// - Parameter arguments: The command name and its arguments, each sent as raw bytes. Not empty.
     /// - Returns: The reply; an error reply is `.error`, not a thrown error.
-    /// - Throws: ``RedisError`` when the server cannot be reached or the connection fails.
+    /// - Throws: ``RedisError`` when the server cannot be reached or the connection fails, or
+    ///   (on a cluster) when the command cannot be routed or keeps being redirected.
     public func command(_ arguments: [[UInt8]]) throws(RedisError) -> RedisReply {
         precondition(!arguments.isEmpty, "a Redis command needs at least its name")
-        let context = try self.connectedContext()
-        let raw = Self.withArgv(arguments) { argc, argv, lengths in redisCommandArgv(context, argc, argv, lengths) }
-        guard let raw else { throw self.fail(context) }
-        defer { freeReplyObject(raw) }
-        return RedisReply(copying: raw.assumingMemoryBound(to: redisReply.self))
+        if try self.prepare() == .standalone {
+            let reply = try self.seed.command(arguments)
+            guard RedisRedirect(reply, askedHost: self.seed.configuration.host) != nil else { return reply }
+            // A cluster that would not show its map (CLUSTER refused by an ACL): learn it from redirects.
+            self.becomeCluster(because: "it answered with a redirect")
+        }
+        return try self.clusterCommand(arguments)
     }
 
     /// Sends one command built from mixed values: `connection.command("HGET", key, field)`.
@@ -57,64 +85,196 @@ public final class RedisConnection {
         try self.command(parts.map(\.redisArgument))
     }
 
-    /// Sends many commands in one write and reads all their replies, in order.
+    /// Sends many commands in one write per node and reads all their replies, in order.
     ///
     /// Replies wait in the server's memory until read, so keep pipelines to thousands of commands.
     /// - Parameter commands: Each command's name and arguments. May be empty.
-    /// - Returns: One reply per command, in the order sent; error replies are `.error` values.
-    /// - Throws: ``RedisError`` when the connection fails; no reply of the pipeline is returned then.
+    /// - Returns: One reply per command, in the order given; error replies are `.error` values.
+    /// - Throws: ``RedisError`` when a connection fails; no reply of the pipeline is returned then.
     public func pipeline(_ commands: [[[UInt8]]]) throws(RedisError) -> [RedisReply] {
         guard !commands.isEmpty else { return [] }
-        let context = try self.connectedContext()
-        for arguments in commands {
-            precondition(!arguments.isEmpty, "a Redis command needs at least its name")
-            let status = Self.withArgv(arguments) { argc, argv, lengths in
-                redisAppendCommandArgv(context, argc, argv, lengths)
+        if try self.prepare() == .standalone {
+            let replies = try self.seed.pipeline(commands)
+            guard replies.contains(where: { RedisRedirect($0, askedHost: self.seed.configuration.host) != nil }) else {
+                return replies
             }
-            guard status == REDIS_OK else { throw self.fail(context) }
+            self.becomeCluster(because: "it answered with a redirect")
+            return try self.redirected(commands, replies: replies, askedNodes: Array(repeating: self.seed, count: commands.count))
         }
-        var replies: [RedisReply] = []
-        replies.reserveCapacity(commands.count)
-        for _ in commands {
-            var raw: UnsafeMutableRawPointer? = nil
-            guard redisGetReply(context, &raw) == REDIS_OK, let raw else { throw self.fail(context) }
-            replies.append(RedisReply(copying: raw.assumingMemoryBound(to: redisReply.self)))
-            freeReplyObject(raw)
+
+        // One pipeline per node, in the order each node is first needed.
+        var batches: [(node: RedisNode, indices: [Int])] = []
+        var batchOfNode: [ObjectIdentifier: Int] = [:]
+        for (index, command) in commands.enumerated() {
+            let node = try self.node(for: command)
+            if let batch = batchOfNode[ObjectIdentifier(node)] {
+                batches[batch].indices.append(index)
+            } else {
+                batchOfNode[ObjectIdentifier(node)] = batches.count
+                batches.append((node, [index]))
+            }
         }
-        return replies
+        var replies = [RedisReply](repeating: .null, count: commands.count)
+        var askedNodes = [RedisNode](repeating: self.seed, count: commands.count)
+        for batch in batches {
+            let answers = try self.send(to: batch.node) { node throws(RedisError) in
+                try node.pipeline(batch.indices.map { commands[$0] })
+            }
+            for (answer, index) in zip(answers, batch.indices) {
+                replies[index] = answer
+                askedNodes[index] = batch.node
+            }
+        }
+        return try self.redirected(commands, replies: replies, askedNodes: askedNodes)
+    }
+}
+
+// MARK: - Cluster routing
+
+extension RedisConnection {
+    /// Finds out what the server is, or reads a stale slot map again, before a call.
+    private func prepare() throws(RedisError) -> Topology {
+        switch self.topology {
+        case .standalone:
+            return .standalone
+        case .cluster:
+            if self.mapIsStale { self.refreshIfDue() }
+            return .cluster
+        case .unknown:
+            let reply = try self.seed.command([Array("CLUSTER".utf8), Array("SLOTS".utf8)])
+            if case .error = reply {
+                // "cluster support disabled", or CLUSTER refused: standalone until a redirect says otherwise.
+                self.topology = .standalone
+                return .standalone
+            }
+            guard let map = RedisClusterMap(slotsReply: reply, askedHost: self.seed.configuration.host) else {
+                throw .unexpectedReply(self.seed.server, command: "CLUSTER SLOTS", reply)
+            }
+            self.adopt(map, from: self.seed)
+            self.topology = .cluster
+            return .cluster
+        }
     }
 
-    /// Calls `body` with hiredis' `argc`, `argv` and `argvlen` for `arguments`, all pointing into one
-    /// contiguous copy of the bytes, valid only during the call.
-    private static func withArgv<Result>(
-        _ arguments: [[UInt8]],
-        _ body: (Int32, UnsafeMutablePointer<UnsafePointer<CChar>?>, UnsafePointer<Int>) -> Result
-    ) -> Result {
-        var lengths: [Int] = []
-        lengths.reserveCapacity(arguments.count)
-        var storage: [UInt8] = []
-        storage.reserveCapacity(arguments.reduce(1) { $0 + $1.count })
-        for argument in arguments {
-            storage.append(contentsOf: argument)
-            lengths.append(argument.count)
-        }
-        storage.append(0)  // keeps the base address non-nil when every argument is empty
-        return storage.withUnsafeBytes { bytes in
-            // UInt8 and CChar may alias: they are the signed and unsigned variants of one type.
-            let base = bytes.baseAddress!.assumingMemoryBound(to: CChar.self)
-            var pointers: [UnsafePointer<CChar>?] = []
-            pointers.reserveCapacity(lengths.count)
-            var offset = 0
-            for length in lengths {
-                pointers.append(base + offset)
-                offset += length
+    private func becomeCluster(because reason: String) {
+        self.logger.debug("Redis is a cluster: \(reason)")
+        self.topology = .cluster
+        self.mapIsStale = true
+    }
+
+    /// Sends `arguments` where its slot lives, following redirects.
+    private func clusterCommand(_ arguments: [[UInt8]]) throws(RedisError) -> RedisReply {
+        var node = try self.node(for: arguments)
+        var asking = false
+        for _ in 0...Self.maximumRedirects {
+            let reply = try self.send(to: node) { node throws(RedisError) in
+                asking ? try node.pipeline([[Array("ASKING".utf8)], arguments])[1] : try node.command(arguments)
             }
-            return pointers.withUnsafeMutableBufferPointer { argv in
-                lengths.withUnsafeBufferPointer { argvlen in
-                    body(Int32(arguments.count), argv.baseAddress!, argvlen.baseAddress!)
-                }
+            guard let redirect = RedisRedirect(reply, askedHost: node.configuration.host) else { return reply }
+            switch redirect.kind {
+            case .moved:
+                self.learn(redirect)
+                asking = false
+            case .ask:
+                asking = true
             }
+            node = self.node(at: redirect.address)
         }
+        let name = String(decoding: arguments[0], as: UTF8.self).uppercased()
+        throw .errorReply(
+            node.server, command: name,
+            "redirected more than \(Self.maximumRedirects) times; the cluster's slots are moving, try again"
+        )
+    }
+
+    /// Runs `body` on `node`, remembering it as the server that answered, and marking the map
+    /// stale when the node fails (it may have failed over).
+    private func send<T>(to node: RedisNode, _ body: (RedisNode) throws(RedisError) -> T) throws(RedisError) -> T {
+        self.lastServer = node.server
+        do {
+            return try body(node)
+        } catch {
+            if self.topology == .cluster { self.mapIsStale = true }
+            throw error
+        }
+    }
+
+    /// The node to send `arguments` to: the master of its slot, or the configured server for a
+    /// command without a key (or a slot no master serves, which that server will explain).
+    private func node(for arguments: [[UInt8]]) throws(RedisError) -> RedisNode {
+        guard let route = RedisRoute(arguments) else {
+            let name = String(decoding: arguments[0], as: UTF8.self).uppercased()
+            throw RedisError(
+                code: .notRoutable,
+                message: "cannot send \(name) to the Redis Cluster at \(self.configuration.server): it names no single hash slot "
+                    + "(SCAN and KEYS need a literal {hash tag} in their pattern; MULTI and WATCH are not supported)"
+            )
+        }
+        guard case .slot(let slot) = route, let address = self.map.master(of: slot) else { return self.seed }
+        return self.node(at: address)
+    }
+
+    private func node(at address: RedisClusterMap.Address) -> RedisNode {
+        if let node = self.nodes[address] { return node }
+        var configuration = self.configuration
+        configuration.host = address.host
+        configuration.port = address.port
+        let node = RedisNode(configuration: configuration, logger: self.logger)
+        self.nodes[address] = node
+        return node
+    }
+
+    /// A `MOVED`: the slot lives elsewhere now, and probably others moved with it.
+    private func learn(_ redirect: RedisRedirect) {
+        self.logger.debug("Redis Cluster slot moved", metadata: ["slot": "\(redirect.slot)", "to": "\(redirect.address)"])
+        self.map.assign(redirect.slot, to: redirect.address)
+        self.mapIsStale = true
+    }
+
+    /// Reads the slot map again from the first node that answers, at most once per ``refreshInterval``.
+    /// A failure leaves the old map (and its staleness): commands still go where it says.
+    private func refreshIfDue() {
+        let now = ContinuousClock.now
+        if let lastRefresh = self.lastRefresh, now < lastRefresh + Self.refreshInterval { return }
+        self.lastRefresh = now
+        var candidates = [self.seed]
+        candidates += self.map.masters.compactMap { self.nodes[$0] }
+        for node in candidates {
+            guard let reply = try? node.command([Array("CLUSTER".utf8), Array("SLOTS".utf8)]),
+                let map = RedisClusterMap(slotsReply: reply, askedHost: node.configuration.host), map.assignedSlots > 0
+            else { continue }
+            self.adopt(map, from: node)
+            return
+        }
+        self.logger.warning("no Redis Cluster node answered CLUSTER SLOTS; keeping the old slot map")
+    }
+
+    /// Makes `map` the current one, and closes the connections of nodes that serve no slot in it.
+    private func adopt(_ map: RedisClusterMap, from node: RedisNode) {
+        self.map = map
+        self.mapIsStale = false
+        self.lastRefresh = ContinuousClock.now
+        let masters = Set(map.masters)
+        for (address, node) in self.nodes where !masters.contains(address) {
+            node.close()
+            self.nodes[address] = nil
+        }
+        self.logger.debug(
+            "read the Redis Cluster slot map",
+            metadata: ["from": "\(node.server)", "masters": "\(map.masters.map(\.description).joined(separator: ","))"]
+        )
+    }
+
+    /// `replies` with each redirected command sent again where it belongs, in the order given
+    /// (commands on one key keep their order); `askedNodes[i]` answered `replies[i]`.
+    private func redirected(_ commands: [[[UInt8]]], replies: [RedisReply], askedNodes: [RedisNode]) throws(RedisError) -> [RedisReply] {
+        var replies = replies
+        for index in replies.indices {
+            guard let redirect = RedisRedirect(replies[index], askedHost: askedNodes[index].configuration.host) else { continue }
+            if redirect.kind == .moved { self.learn(redirect) }
+            replies[index] = try self.clusterCommand(commands[index])
+        }
+        return replies
     }
 }
 

@@ -7,7 +7,7 @@ public struct RedisError: Error, Hashable, Sendable, CustomStringConvertible {
     /// What kind of problem this is; stable across releases and compared by `==`.
     public struct Code: Hashable, Sendable, CustomStringConvertible {
         private enum Base: String, Hashable, Sendable {
-            case invalidURL, connectionFailed, connectionLost, protocolError, errorReply, unexpectedReply, clientShutDown
+            case invalidURL, connectionFailed, connectionLost, protocolError, errorReply, unexpectedReply, clientShutDown, notRoutable
         }
         private let base: Base
         private init(_ base: Base) { self.base = base }
@@ -26,6 +26,8 @@ public struct RedisError: Error, Hashable, Sendable, CustomStringConvertible {
         public static let unexpectedReply = Self(.unexpectedReply)
         /// The ``RedisClient`` was shut down.
         public static let clientShutDown = Self(.clientShutDown)
+        /// A command a Redis Cluster cannot run as one: its keys are in no single slot PushFleet can name.
+        public static let notRoutable = Self(.notRoutable)
 
         public var description: String { self.base.rawValue }
     }

@@ -5,6 +5,8 @@ import Foundation
 public enum IntegrationEnvironment {
     /// `PUSHFLEET_REDIS_URL`, e.g. `redis://127.0.0.1:6380`.
     public static func redisURL() throws -> String { try self.variable("PUSHFLEET_REDIS_URL") }
+    /// `PUSHFLEET_REDIS_CLUSTER_URL`: any node of a Redis Cluster of three masters, e.g. `redis://127.0.0.1:7000`.
+    public static func redisClusterURL() throws -> String { try self.variable("PUSHFLEET_REDIS_CLUSTER_URL") }
 
     /// `PUSHFLEET_POSTGRES_URL`, e.g. `postgres://postgres@127.0.0.1:5433/pushfleet`.
     public static func postgresURL() throws -> String { try self.variable("PUSHFLEET_POSTGRES_URL") }

@@ -15,7 +15,7 @@ import Glibc
 struct PipelineFixture {
     let mock: BinaryFixture
     let topic: String
-    let redisURL: String
+    var redisURL: String
     let postgresURL: String
     let tokens: [DeviceToken]
     let invalid: Set<DeviceToken>
@@ -74,6 +74,13 @@ struct PipelineFixture {
             tokens: self.tokens, invalid: self.invalid, unregistered: self.unregistered, tokenFile: self.tokenFile,
             optionsFromEnvironment: self.optionsFromEnvironment
         )
+    }
+
+    /// The same fixture on the 3-master Redis Cluster of `scripts/test.sh`.
+    func onRedisCluster() throws -> PipelineFixture {
+        var copy = self
+        copy.redisURL = try IntegrationEnvironment.redisClusterURL()
+        return copy
     }
 
     /// The port of `url` (`redis://…`, `postgres://…`).

@@ -6,9 +6,10 @@
 #     source "$(dirname "$0")/lib/services.sh"
 #
 # Exports, once the services are up:
-#     PUSHFLEET_REDIS_URL     redis://127.0.0.1:PORT
-#     PUSHFLEET_POSTGRES_URL  postgres://postgres@127.0.0.1:PORT/pushfleet
-#     PUSHFLEET_TEST_CERTS    directory written by scripts/make-test-certs.sh
+#     PUSHFLEET_REDIS_URL          redis://127.0.0.1:PORT
+#     PUSHFLEET_REDIS_CLUSTER_URL  redis://127.0.0.1:PORT (node 1 of a 3-master Redis Cluster)
+#     PUSHFLEET_POSTGRES_URL       postgres://postgres@127.0.0.1:PORT/pushfleet
+#     PUSHFLEET_TEST_CERTS         directory written by scripts/make-test-certs.sh
 #
 # Everything we start lives in a directory the caller chooses and is stopped by
 # pf_stop_services. We never touch a system-wide Redis or Postgres cluster that
@@ -23,6 +24,8 @@ PF_PG_BIN="${PF_PG_BIN:-/usr/lib/postgresql/15/bin}"
 # State of the services started by this shell, for pf_stop_services.
 PF_REDIS_DIR=""
 PF_REDIS_PORT=""
+PF_REDIS_CLUSTER_DIR=""
+PF_REDIS_CLUSTER_PORTS=""   # node 1's port first, space-separated; node N lives in DIR/nodeN
 PF_PG_DIR=""
 
 pf_log() { printf 'pushfleet: %s\n' "$*" >&2; }
@@ -210,6 +213,193 @@ pf_start_redis() {
     return 1
 }
 
+# pf_port_unused PORT: whether nothing on 127.0.0.1 uses PORT: we can bind it (python3), or,
+# without python, nobody accepts a connection there.
+pf_port_unused() {
+    if command -v python3 >/dev/null 2>&1; then
+        python3 -c 'import socket, sys
+s = socket.socket()
+s.bind(("127.0.0.1", int(sys.argv[1])))' "$1" 2>/dev/null
+        return
+    fi
+    ! (exec 3<>"/dev/tcp/127.0.0.1/$1") 2>/dev/null
+}
+
+# pf_free_cluster_port [PORT...]: prints a port P for a Redis Cluster node such that P and its
+# cluster bus port P+10000 are both unused on 127.0.0.1, and neither clashes with the given
+# nodes' ports or bus ports. P is in 10000-22767, so the bus port stays below 65536 and below
+# Linux's ephemeral range (32768+), where outgoing connections could grab it meanwhile.
+pf_free_cluster_port() {
+    local port q clash
+    for _ in $(seq 1 200); do
+        port=$((10000 + RANDOM % 12768))
+        clash=0
+        for q in "$@"; do
+            if ((port == q || port == q + 10000 || port + 10000 == q)); then clash=1; fi
+        done
+        ((clash == 0)) || continue
+        if pf_port_unused "$port" && pf_port_unused $((port + 10000)); then
+            echo "$port"
+            return 0
+        fi
+    done
+    pf_err "could not find a free pair of TCP ports P, P+10000 for a redis cluster node"
+    return 1
+}
+
+# pf_redis_cluster_node DIR PORT: starts a cluster-enabled redis-server in the background on
+# PORT (bus on PORT+10000), data, pidfile, log and cluster config in DIR.
+pf_redis_cluster_node() {
+    # As pf_redis_server: no persistence, noeviction.
+    redis-server --bind 127.0.0.1 --port "$2" \
+        --cluster-enabled yes --cluster-config-file "$1/nodes.conf" --cluster-node-timeout 5000 \
+        --save '' --appendonly no --maxmemory-policy noeviction \
+        --daemonize yes --dir "$1" \
+        --pidfile "$1/redis.pid" --logfile "$1/redis.log" || true
+}
+
+# pf_redis_is PORT PIDFILE: whether the Redis answering on PORT is the process of PIDFILE, not
+# someone else's Redis that got the port first.
+pf_redis_is() {
+    local pid info
+    pid="$(cat "$2" 2>/dev/null || true)"
+    [[ -n "$pid" ]] || return 1
+    info="$(timeout 2 redis-cli -h 127.0.0.1 -p "$1" info server 2>/dev/null | tr -d '\r')" || return 1
+    [[ $'\n'"$info"$'\n' == *$'\n'"process_id:$pid"$'\n'* ]]
+}
+
+# pf_redis_cluster_ok PORT...: whether every node says cluster_state:ok, and a key written
+# through each node (redirected to the key's master: redis-cli -c) reads back.
+pf_redis_cluster_ok() {
+    local port info
+    for port in "$@"; do
+        info="$(timeout 2 redis-cli -h 127.0.0.1 -p "$port" cluster info 2>/dev/null | tr -d '\r')" ||
+            return 1
+        [[ $'\n'"$info"$'\n' == *$'\n'"cluster_state:ok"$'\n'* ]] || return 1
+    done
+    for port in "$@"; do
+        [[ "$(timeout 5 redis-cli -c -h 127.0.0.1 -p "$port" \
+            set "pushfleet:cluster-check:$port" ok 2>/dev/null)" == "OK" ]] || return 1
+        [[ "$(timeout 5 redis-cli -c -h 127.0.0.1 -p "$port" \
+            get "pushfleet:cluster-check:$port" 2>/dev/null)" == "ok" ]] || return 1
+        timeout 5 redis-cli -c -h 127.0.0.1 -p "$port" \
+            del "pushfleet:cluster-check:$port" >/dev/null 2>&1 || true
+    done
+}
+
+# pf_start_redis_cluster DIR: a throwaway Redis Cluster of three masters (no replicas) on free
+# loopback ports, node N in DIR/nodeN. Exports PUSHFLEET_REDIS_CLUSTER_URL, node 1's address (a
+# cluster client learns the other nodes from it). On failure, stops the nodes it started.
+pf_start_redis_cluster() {
+    local dir="$1" attempt i port ports up taken deadline addrs=()
+    mkdir -p "$dir"
+    for attempt in 1 2 3; do
+        ports=""
+        for i in 1 2 3; do
+            # shellcheck disable=SC2086 # the ports chosen so far, one argument each
+            port="$(pf_free_cluster_port $ports)" || return 1
+            ports="${ports:+$ports }$port"
+        done
+        PF_REDIS_CLUSTER_DIR="$dir"
+        PF_REDIS_CLUSTER_PORTS="$ports"
+        i=0
+        for port in $ports; do
+            i=$((i + 1))
+            mkdir -p "$dir/node$i"
+            # A stale pidfile would name another process; a stale nodes.conf another cluster.
+            rm -f "$dir/node$i/redis.pid" "$dir/node$i/nodes.conf"
+            pf_redis_cluster_node "$dir/node$i" "$port"
+        done
+        # Wait for every node to answer as itself, or for one to lose a race for its ports.
+        up=0
+        taken=""
+        deadline=$((SECONDS + 20))
+        while ((SECONDS < deadline)); do
+            up=0
+            i=0
+            for port in $ports; do
+                i=$((i + 1))
+                if pf_redis_is "$port" "$dir/node$i/redis.pid"; then
+                    up=$((up + 1))
+                elif grep -q 'Address already in use' "$dir/node$i/redis.log" 2>/dev/null; then
+                    taken="${taken:+$taken }$port"
+                fi
+            done
+            [[ $up -lt 3 && -z "$taken" ]] || break
+            sleep 0.2
+        done
+        if ((up == 3)); then
+            break
+        fi
+        pf_stop_redis_cluster
+        if [[ -z "$taken" ]]; then
+            pf_log "redis cluster: the nodes on 127.0.0.1 ports $ports did not all answer; log tails:"
+            tail -n 30 "$dir"/node*/redis.log* >&2 2>/dev/null || true
+            return 1
+        fi
+        pf_log "redis cluster: port $taken (or its bus port +10000) taken meanwhile, retrying"
+        for i in 1 2 3; do
+            if [[ -e "$dir/node$i/redis.log" ]]; then
+                mv -f "$dir/node$i/redis.log" "$dir/node$i/redis.log.$attempt"
+            fi
+        done
+    done
+    if ((up < 3)); then
+        pf_log "redis cluster: no free ports after $attempt attempts; log tails:"
+        tail -n 30 "$dir"/node*/redis.log* >&2 2>/dev/null || true
+        return 1
+    fi
+
+    for port in $ports; do
+        addrs+=("127.0.0.1:$port")
+    done
+    pf_log "redis cluster: creating a cluster of ${addrs[*]}"
+    if ! TERM=dumb timeout 60 redis-cli --cluster create "${addrs[@]}" --cluster-replicas 0 --cluster-yes \
+        >"$dir/cluster-create.log" 2>&1; then
+        pf_log "redis cluster: redis-cli --cluster create failed; its output and the node logs:"
+        tail -n 30 "$dir/cluster-create.log" "$dir"/node*/redis.log >&2 2>/dev/null || true
+        pf_stop_redis_cluster
+        return 1
+    fi
+    deadline=$((SECONDS + 60))
+    # shellcheck disable=SC2086 # one argument per port
+    until pf_redis_cluster_ok $ports; do
+        if ((SECONDS >= deadline)); then
+            pf_log "redis cluster: not cluster_state:ok with working writes on every node" \
+                "(${addrs[*]}) within 60 s; cluster create output and node logs:"
+            tail -n 30 "$dir/cluster-create.log" "$dir"/node*/redis.log >&2 2>/dev/null || true
+            pf_stop_redis_cluster
+            return 1
+        fi
+        sleep 0.5
+    done
+    export PUSHFLEET_REDIS_CLUSTER_URL="redis://127.0.0.1:${ports%% *}"
+}
+
+# Stops the nodes of pf_start_redis_cluster: SHUTDOWN NOSAVE to each node that is still ours,
+# SIGTERM to a node that does not answer, then SIGKILL after ~10 s. Idempotent, never fails.
+pf_stop_redis_cluster() {
+    local i=0 port node pid
+    [[ -n "$PF_REDIS_CLUSTER_DIR" ]] || return 0
+    for port in $PF_REDIS_CLUSTER_PORTS; do
+        i=$((i + 1))
+        node="$PF_REDIS_CLUSTER_DIR/node$i"
+        pid="$(cat "$node/redis.pid" 2>/dev/null || true)"
+        # No pidfile: this node never came up (its ports were taken), nothing of ours to stop.
+        [[ -n "$pid" ]] || continue
+        if pf_redis_is "$port" "$node/redis.pid"; then
+            timeout 5 redis-cli -h 127.0.0.1 -p "$port" shutdown nosave >/dev/null 2>&1 || true
+        elif [[ "$(ps -o comm= -p "$pid" 2>/dev/null || true)" == redis-server* ]]; then
+            kill -TERM "$pid" 2>/dev/null || true
+        fi
+        pf_wait_or_kill "$pid"
+        rm -f "$node/redis.pid"
+    done
+    PF_REDIS_CLUSTER_DIR=""
+    PF_REDIS_CLUSTER_PORTS=""
+    return 0
+}
+
 # pf_start_postgres DIR: a throwaway Postgres cluster on a free port, in DIR,
 # with a database "pushfleet" for the superuser "postgres" (trust auth).
 pf_start_postgres() {
@@ -280,10 +470,11 @@ pf_wait_or_kill() {
     kill -KILL "$pid" 2>/dev/null || true
 }
 
-# Stops whatever pf_start_redis / pf_start_postgres started. Idempotent and
-# never fails, so it is safe in traps.
+# Stops whatever pf_start_redis / pf_start_redis_cluster / pf_start_postgres
+# started. Idempotent and never fails, so it is safe in traps.
 pf_stop_services() {
     local pid
+    pf_stop_redis_cluster
     if [[ -n "$PF_REDIS_DIR" ]]; then
         pid="$(cat "$PF_REDIS_DIR/redis.pid" 2>/dev/null || true)"
         timeout 5 redis-cli -h 127.0.0.1 -p "$PF_REDIS_PORT" shutdown nosave >/dev/null 2>&1 || true

@@ -6,7 +6,7 @@ import PushFleetRedis
 
 /// Where the state lives: `--redis` and `--postgres`, with their environment variables.
 struct StateOptions: ParsableArguments {
-    @Option(help: "Redis URL (env PUSHFLEET_REDIS_URL).")
+    @Option(help: "Redis URL: a standalone Redis, or any node of a Redis Cluster (env PUSHFLEET_REDIS_URL).")
     var redis: String = ProcessInfo.processInfo.environment["PUSHFLEET_REDIS_URL"] ?? "redis://127.0.0.1:6379"
 
     @Option(help: "Postgres URL (env PUSHFLEET_POSTGRES_URL).")

@@ -21,7 +21,7 @@ private let sigpipeIgnored: Bool = {
 
 // MARK: - Opening and failing the hiredis context
 
-extension RedisConnection {
+extension RedisNode {
     /// The open context, connecting first (then `AUTH` and `SELECT` when configured) if there is none.
     func connectedContext() throws(RedisError) -> UnsafeMutablePointer<redisContext> {
         if let context = self.currentContext { return context }
