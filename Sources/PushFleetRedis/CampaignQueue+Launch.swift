@@ -72,7 +72,7 @@ extension CampaignQueue {
             if outcome < 0 {
                 throw RedisError(
                     code: .unexpectedReply,
-                    message: "launch \(launch) of campaign \(descriptor.id.uuidString.lowercased()) at \(connection.configuration.server) "
+                    message: "launch \(launch) of campaign \(descriptor.id.uuidString.lowercased()) at \(connection.lastServer) "
                         + "has a staged shard missing; nothing was published"
                 )
             }
@@ -123,7 +123,7 @@ extension CampaignQueue {
             do throws(CampaignDescriptor.FieldError) {
                 return try CampaignDescriptor(metaFields: fields)
             } catch {
-                let server = connection.configuration.server
+                let server = connection.lastServer
                 throw RedisError(
                     code: .unexpectedReply,
                     message: "the campaign \(campaign.uuidString.lowercased()) in Redis at \(server) has a missing or "

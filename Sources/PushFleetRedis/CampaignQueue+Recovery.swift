@@ -144,7 +144,7 @@ extension CampaignQueue {
             default:
                 throw RedisError(
                     code: .unexpectedReply,
-                    message: "rebuilding campaign \(descriptor.id.uuidString.lowercased()) at \(connection.configuration.server): "
+                    message: "rebuilding campaign \(descriptor.id.uuidString.lowercased()) at \(connection.lastServer): "
                         + "a shard list staged by \(launch) is missing; nothing was changed"
                 )
             }

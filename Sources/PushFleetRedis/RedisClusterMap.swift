@@ -36,8 +36,12 @@ struct RedisClusterMap: Sendable {
         }
     }
 
-    /// Parses a `CLUSTER SLOTS` reply: `[start, end, [host, port, id, …], replica…]` per range.
-    /// - Parameter askedHost: The host the reply came from; an empty (or `?`, unknown) host means it.
+    /// Parses a `CLUSTER SLOTS` reply: `[start, end, [host, port, id, metadata], replica…]` per range.
+    ///
+    /// The host is the node's preferred endpoint. Redis 7 sends NULL or an empty string when it is
+    /// unknown (the node asked is meant), and `?` when the node has no hostname configured, in which
+    /// case the metadata's `ip` is used when present.
+    /// - Parameter askedHost: The host the reply came from.
     /// - Returns: nil when the reply does not have that shape.
     init?(slotsReply reply: RedisReply, askedHost: String) {
         guard let ranges = reply.array else { return nil }
@@ -46,11 +50,24 @@ struct RedisClusterMap: Sendable {
                 let start = fields[0].integer, let end = fields[1].integer,
                 0 <= start, start <= end, end < RedisClusterSlot.count,
                 let master = fields[2].array, master.count >= 2,
-                let host = master[0].string, let port = master[1].integer, (1...65_535).contains(port)
+                master[0].isNull || master[0].string != nil,
+                let port = master[1].integer, (1...65_535).contains(port)
             else { return nil }
-            let address = Address(host: host.isEmpty || host == "?" ? askedHost : host, port: port)
+            let address = Address(host: Self.host(master, askedHost: askedHost), port: port)
             for slot in start...end { self.assign(slot, to: address) }
         }
+    }
+
+    /// The host of a `CLUSTER SLOTS` node entry; see ``init(slotsReply:askedHost:)``.
+    private static func host(_ node: [RedisReply], askedHost: String) -> String {
+        let host = node[0].string ?? ""
+        if host == "?", node.count >= 4, let metadata = node[3].array {
+            // Pairs of name and value: `ip`, `hostname`.
+            for index in stride(from: 0, to: metadata.count - 1, by: 2) where metadata[index].string == "ip" {
+                if let ip = metadata[index + 1].string, !ip.isEmpty { return ip }
+            }
+        }
+        return host.isEmpty || host == "?" ? askedHost : host
     }
 }
 

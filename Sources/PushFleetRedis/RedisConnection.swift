@@ -1,19 +1,29 @@
 public import Logging
 
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Musl)
+import Musl
+#elseif canImport(Darwin)
+import Darwin
+#endif
+
 /// A blocking connection to Redis, standalone or Redis Cluster, for use from a single thread.
 ///
 /// The first command asks the configured server for `CLUSTER SLOTS`. A standalone Redis refuses,
 /// and every command goes to it over one hiredis connection. A cluster node answers with the slot
 /// map: each command then goes to the master serving its key's slot (see ``RedisRoute``), over one
 /// connection per master; `MOVED` updates the map and sends the command again, `ASK` sends it once
-/// more after `ASKING`, and the whole map is read again after a redirect or a failed node. A
-/// pipeline is split per node and its replies put back in order. Scripts and multi-key commands
-/// must keep their keys in one slot, which PushFleet's `{campaign}` hash tags do.
+/// more after `ASKING`, `TRYAGAIN` (a multi-key command while its slot migrates) sends it again
+/// after a short wait, and the whole map is read again after a `MOVED` or a failed node. A
+/// pipeline is split per node and its replies put back in order; commands on one key keep their
+/// order, commands on different slots may run in another order than given. Scripts and multi-key
+/// commands must keep their keys in one slot, which PushFleet's `{campaign}` hash tags do.
 ///
 /// Failures follow the rules of one connection: an I/O error, timeout or protocol error closes
 /// that node's connection, the call throws and is not retried (a command may have run); an error
-/// *reply* is a ``RedisReply/error(_:)`` and leaves the connection usable. Redirects are the only
-/// replies acted on here: they mean the command did not run.
+/// *reply* is a ``RedisReply/error(_:)`` and leaves the connection usable. Redirects and
+/// `TRYAGAIN` are the only replies acted on here: they mean the command did not run.
 ///
 /// Not `Sendable`: hiredis contexts are not thread-safe. ``RedisClient`` confines one to its thread.
 public final class RedisConnection {
@@ -27,9 +37,13 @@ public final class RedisConnection {
     private var nodes: [RedisClusterMap.Address: RedisNode] = [:]
     /// Whether the map may be out of date (a redirect or a failed node); read again before the next call.
     private var mapIsStale = false
+    /// Whether `CLUSTER SLOTS` was refused (an ACL): the map is then learnt from `MOVED` alone.
+    private var slotsRefused = false
     private var lastRefresh: ContinuousClock.Instant?
     /// `host:port` of the node that answered last, as messages about its replies name it.
     private(set) var lastServer: String
+    /// How many `MOVED` and `ASK` replies were followed (for tests).
+    private(set) var redirectsFollowed = 0
 
     private enum Topology { case unknown, standalone, cluster }
 
@@ -71,7 +85,9 @@ public final class RedisConnection {
     ///   (on a cluster) when the command cannot be routed or keeps being redirected.
     public func command(_ arguments: [[UInt8]]) throws(RedisError) -> RedisReply {
         precondition(!arguments.isEmpty, "a Redis command needs at least its name")
-        if try self.prepare() == .standalone {
+        // A node that does not hold a SCAN's slot answers it (with nothing), not with MOVED: scan
+        // only by an up-to-date map.
+        if try self.prepare(forceRefresh: RedisRoute.scansKeys(arguments)) == .standalone {
             let reply = try self.seed.command(arguments)
             guard RedisRedirect(reply, askedHost: self.seed.configuration.host) != nil else { return reply }
             // A cluster that would not show its map (CLUSTER refused by an ACL): learn it from redirects.
@@ -133,22 +149,33 @@ public final class RedisConnection {
 
 extension RedisConnection {
     /// Finds out what the server is, or reads a stale slot map again, before a call.
-    private func prepare() throws(RedisError) -> Topology {
+    private func prepare(forceRefresh: Bool = false) throws(RedisError) -> Topology {
         switch self.topology {
         case .standalone:
             return .standalone
         case .cluster:
-            if self.mapIsStale { self.refreshIfDue() }
+            if self.mapIsStale { self.refresh(evenIfRecent: forceRefresh) }
             return .cluster
         case .unknown:
+            self.lastServer = self.seed.server
             let reply = try self.seed.command([Array("CLUSTER".utf8), Array("SLOTS".utf8)])
-            if case .error = reply {
-                // "cluster support disabled", or CLUSTER refused: standalone until a redirect says otherwise.
+            if case .error(let message) = reply {
+                // A standalone Redis says "cluster support disabled". An unknown command or an ACL
+                // refusal is taken as standalone too, until a redirect says otherwise; anything
+                // else (LOADING, BUSY...) is an error, and the next call asks again.
+                let disabled = message.contains("cluster support disabled")
+                guard disabled || message.hasPrefix("NOPERM") || message.hasPrefix("ERR unknown command") else {
+                    throw .errorReply(self.seed.server, command: "CLUSTER SLOTS", message)
+                }
+                self.slotsRefused = !disabled
                 self.topology = .standalone
                 return .standalone
             }
             guard let map = RedisClusterMap(slotsReply: reply, askedHost: self.seed.configuration.host) else {
                 throw .unexpectedReply(self.seed.server, command: "CLUSTER SLOTS", reply)
+            }
+            guard map.assignedSlots > 0 else {
+                throw .errorReply(self.seed.server, command: "CLUSTER SLOTS", "no slot is served by any node yet")
             }
             self.adopt(map, from: self.seed)
             self.topology = .cluster
@@ -162,15 +189,21 @@ extension RedisConnection {
         self.mapIsStale = true
     }
 
-    /// Sends `arguments` where its slot lives, following redirects.
+    /// Sends `arguments` where its slot lives, following redirects and waiting out `TRYAGAIN`.
     private func clusterCommand(_ arguments: [[UInt8]]) throws(RedisError) -> RedisReply {
         var node = try self.node(for: arguments)
         var asking = false
-        for _ in 0...Self.maximumRedirects {
+        for attempt in 0...Self.maximumRedirects {
             let reply = try self.send(to: node) { node throws(RedisError) in
                 asking ? try node.pipeline([[Array("ASKING".utf8)], arguments])[1] : try node.command(arguments)
             }
+            if Self.isTryAgain(reply) {
+                // The slot is migrating and the keys are split between two nodes for a moment.
+                usleep(UInt32(20_000 * (attempt + 1)))
+                continue
+            }
             guard let redirect = RedisRedirect(reply, askedHost: node.configuration.host) else { return reply }
+            self.redirectsFollowed += 1
             switch redirect.kind {
             case .moved:
                 self.learn(redirect)
@@ -183,7 +216,7 @@ extension RedisConnection {
         let name = String(decoding: arguments[0], as: UTF8.self).uppercased()
         throw .errorReply(
             node.server, command: name,
-            "redirected more than \(Self.maximumRedirects) times; the cluster's slots are moving, try again"
+            "redirected or told to try again more than \(Self.maximumRedirects) times; the cluster's slots are moving, try again"
         )
     }
 
@@ -199,8 +232,9 @@ extension RedisConnection {
         }
     }
 
-    /// The node to send `arguments` to: the master of its slot, or the configured server for a
-    /// command without a key (or a slot no master serves, which that server will explain).
+    /// The node to send `arguments` to: the master of its slot, or for a command without a key (or
+    /// a slot no master serves, which that node will explain) the configured server, or while its
+    /// connection is down, a master whose connection is open.
     private func node(for arguments: [[UInt8]]) throws(RedisError) -> RedisNode {
         guard let route = RedisRoute(arguments) else {
             let name = String(decoding: arguments[0], as: UTF8.self).uppercased()
@@ -210,7 +244,12 @@ extension RedisConnection {
                     + "(SCAN and KEYS need a literal {hash tag} in their pattern; MULTI and WATCH are not supported)"
             )
         }
-        guard case .slot(let slot) = route, let address = self.map.master(of: slot) else { return self.seed }
+        guard case .slot(let slot) = route, let address = self.map.master(of: slot) else {
+            // No key (or no master known for it): the configured server, unless its connection
+            // failed and a master's is open.
+            guard !self.seed.isConnected else { return self.seed }
+            return self.map.masters.lazy.compactMap { self.nodes[$0] }.first { $0.isConnected } ?? self.seed
+        }
         return self.node(at: address)
     }
 
@@ -231,15 +270,19 @@ extension RedisConnection {
         self.mapIsStale = true
     }
 
-    /// Reads the slot map again from the first node that answers, at most once per ``refreshInterval``.
+    /// Reads the slot map again from the first node that answers (the known masters, then the
+    /// configured server), at most once per ``refreshInterval`` unless `evenIfRecent`.
     /// A failure leaves the old map (and its staleness): commands still go where it says.
-    private func refreshIfDue() {
+    private func refresh(evenIfRecent: Bool) {
+        guard !self.slotsRefused else {
+            self.mapIsStale = false  // nothing to read: MOVED keeps the map
+            return
+        }
         let now = ContinuousClock.now
-        if let lastRefresh = self.lastRefresh, now < lastRefresh + Self.refreshInterval { return }
+        if !evenIfRecent, let lastRefresh = self.lastRefresh, now < lastRefresh + Self.refreshInterval { return }
         self.lastRefresh = now
-        var candidates = [self.seed]
-        candidates += self.map.masters.compactMap { self.nodes[$0] }
-        for node in candidates {
+        let masters = self.map.masters.map { self.node(at: $0) }
+        for node in masters.filter(\.isConnected) + masters.filter { !$0.isConnected } + [self.seed] {
             guard let reply = try? node.command([Array("CLUSTER".utf8), Array("SLOTS".utf8)]),
                 let map = RedisClusterMap(slotsReply: reply, askedHost: node.configuration.host), map.assignedSlots > 0
             else { continue }
@@ -270,11 +313,20 @@ extension RedisConnection {
     private func redirected(_ commands: [[[UInt8]]], replies: [RedisReply], askedNodes: [RedisNode]) throws(RedisError) -> [RedisReply] {
         var replies = replies
         for index in replies.indices {
-            guard let redirect = RedisRedirect(replies[index], askedHost: askedNodes[index].configuration.host) else { continue }
-            if redirect.kind == .moved { self.learn(redirect) }
+            if let redirect = RedisRedirect(replies[index], askedHost: askedNodes[index].configuration.host) {
+                self.redirectsFollowed += 1
+                if redirect.kind == .moved { self.learn(redirect) }
+            } else if !Self.isTryAgain(replies[index]) {
+                continue
+            }
             replies[index] = try self.clusterCommand(commands[index])
         }
         return replies
+    }
+
+    /// Whether `reply` is `TRYAGAIN`: a multi-key command whose keys a migrating slot has split.
+    private static func isTryAgain(_ reply: RedisReply) -> Bool {
+        if case .error(let message) = reply { message.hasPrefix("TRYAGAIN") } else { false }
     }
 }
 

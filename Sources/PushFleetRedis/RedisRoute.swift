@@ -4,8 +4,10 @@
 /// data commands, the first of `numkeys` keys for scripts, the first stream after `STREAMS`, the
 /// key (or first of `KEYS`) of `MIGRATE`, and
 /// the hash tag of `SCAN`'s `MATCH` pattern (a campaign's keys share one slot, so scanning its node
-/// finds them all). Should a guess be wrong, the node answers `MOVED` and the command is sent again
-/// where it belongs; a command that needs keys from several slots fails with Redis' `CROSSSLOT`.
+/// finds them all). Should a guess for a keyed command be wrong, the node answers `MOVED` and the
+/// command is sent again where it belongs; a `SCAN` sent to the wrong node would find nothing, so
+/// it is sent only by a map read again after any change this connection saw. A command that needs keys from several
+/// slots fails with Redis' `CROSSSLOT`.
 enum RedisRoute: Hashable, Sendable {
     /// The node serving this slot.
     case slot(Int)
@@ -56,6 +58,14 @@ enum RedisRoute: Hashable, Sendable {
         default:
             self = arguments.count > 1 ? .slot(RedisClusterSlot.of(arguments[1])) : .anyNode
         }
+    }
+
+    /// Whether `arguments` is a `SCAN` or `KEYS`: routed by a pattern, which a node answers
+    /// without `MOVED` even when it does not hold the slot.
+    static func scansKeys(_ arguments: [[UInt8]]) -> Bool {
+        guard let first = arguments.first, first.count == 4 else { return false }
+        let name = String(decoding: first, as: UTF8.self).uppercased()
+        return name == "SCAN" || name == "KEYS"
     }
 
     /// Commands that name no key.

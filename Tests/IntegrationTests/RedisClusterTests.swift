@@ -52,6 +52,12 @@ import Testing
             if let holder = holders.first { perMaster[holder, default: 0] += 1 }
         }
         #expect(perMaster.count == 3)
+        // ...and the connection sent each command straight there, by its map: nothing was redirected.
+        for key in keys.prefix(30) {
+            _ = try connection.command("GET", key)
+            #expect(connection.lastServer == perMasterOwner(key, nodes))
+        }
+        #expect(connection.redirectsFollowed == 0)
         #expect(try connection.pipeline(keys.map { RedisCommand.arguments("DEL", $0) }).allSatisfy { $0 == .integer(1) })
 
         // A command that names no single slot is refused here, not sent to one node.
@@ -75,6 +81,10 @@ import Testing
         let target = try #require(masters.first { $0 != source })
         let (sourceNode, targetNode) = (try self.node(source), try self.node(target))
         let (sourceID, targetID) = (try self.id(sourceNode), try self.id(targetNode))
+        defer {
+            // Should an expectation throw midway, leave no slot half-migrated for the other suites.
+            for node in [sourceNode, targetNode] { _ = try? node.command(RedisCommand.arguments("CLUSTER", "SETSLOT", slot, "STABLE")) }
+        }
 
         // Migrating: a key the source no longer has is answered ASK; ASKING then the command at the target.
         try self.move(slot, from: (sourceNode, sourceID), to: (targetNode, targetID), keys: [old])
@@ -87,10 +97,17 @@ import Testing
         #expect(try targetNode.command(RedisCommand.arguments("CLUSTER", "COUNTKEYSINSLOT", slot)) == .integer(2))
         #expect(try sourceNode.command(RedisCommand.arguments("CLUSTER", "COUNTKEYSINSLOT", slot)) == .integer(0))
 
-        // Moved: the map this connection holds is out of date; MOVED sends it to the target for good.
+        // Moved: the map this connection holds is out of date; MOVED, first inside a pipeline,
+        // sends the commands to the target for good.
         try self.finish(slot, at: (targetNode, targetID), others: try masters.filter { $0 != target }.map { try self.node($0) })
+        let redirectsBefore = connection.redirectsFollowed
+        #expect(try connection.pipeline([
+            RedisCommand.arguments("GET", new), RedisCommand.arguments("GET", elsewhere), RedisCommand.arguments("GET", old),
+        ]) == [.bulk(Array("during".utf8)), .bulk(Array("other slot".utf8)), .bulk(Array("before".utf8))])
+        #expect(connection.redirectsFollowed == redirectsBefore + 2)
         #expect(try connection.command("GET", new) == .bulk(Array("during".utf8)))
         #expect(connection.lastServer == target)
+        #expect(connection.redirectsFollowed == redirectsBefore + 2)
         #expect(try self.owner(of: slot, connection) == target)
         #expect(try connection.pipeline([RedisCommand.arguments("DEL", old), RedisCommand.arguments("DEL", new)]) == [.integer(1), .integer(1)])
         #expect(try connection.command("DEL", elsewhere) == .integer(1))
@@ -101,6 +118,11 @@ import Testing
         #expect(try connection.command("SET", old, "back") == .status("OK"))
         #expect(connection.lastServer == source)
         #expect(try connection.command("DEL", old) == .integer(1))
+    }
+
+    /// The address of the node in `nodes` that answers `EXISTS key` itself rather than redirecting.
+    private func perMasterOwner(_ key: String, _ nodes: [(address: String, node: RedisNode)]) -> String? {
+        nodes.first { (try? $0.node.command(RedisCommand.arguments("EXISTS", key))) == .integer(1) }?.address
     }
 
     private func owner(of slot: Int, _ connection: RedisConnection) throws -> String {

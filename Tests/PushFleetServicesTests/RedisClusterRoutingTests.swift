@@ -93,6 +93,18 @@ import Testing
         #expect(partial.master(of: 4) == .init(host: "h", port: 1))
         #expect(partial.masters.count == 1)
 
+        // Redis 7's unknown endpoint (NULL), and `?` with the node's ip in the metadata.
+        let unknown = RedisReply.array([.null, .integer(7004), .bulk(Array("id".utf8)), .array([])])
+        let unnamed = RedisReply.array([
+            .bulk(Array("?".utf8)), .integer(7005), .bulk(Array("id".utf8)),
+            .array([.bulk(Array("ip".utf8)), .bulk(Array("10.0.0.7".utf8))]),
+        ])
+        let endpoints = try #require(RedisClusterMap(
+            slotsReply: .array([.array([.integer(0), .integer(0), unknown]), .array([.integer(1), .integer(1), unnamed])]), askedHost: "10.0.0.9"
+        ))
+        #expect(endpoints.master(of: 0) == .init(host: "10.0.0.9", port: 7004))
+        #expect(endpoints.master(of: 1) == .init(host: "10.0.0.7", port: 7005))
+
         #expect(RedisClusterMap(slotsReply: .error("ERR This instance has cluster support disabled"), askedHost: "x") == nil)
         #expect(RedisClusterMap(slotsReply: .array([.array([.integer(9), .integer(3), node("h", 1)])]), askedHost: "x") == nil)
         #expect(RedisClusterMap(slotsReply: .array([.array([.integer(0), .integer(16_384), node("h", 1)])]), askedHost: "x") == nil)
