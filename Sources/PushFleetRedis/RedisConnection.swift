@@ -87,7 +87,7 @@ public final class RedisConnection {
         precondition(!arguments.isEmpty, "a Redis command needs at least its name")
         // A node that does not hold a SCAN's slot answers it (with nothing), not with MOVED: scan
         // only by an up-to-date map.
-        if try self.prepare(forceRefresh: RedisRoute.scansKeys(arguments)) == .standalone {
+        if try self.prepare(for: arguments) == .standalone {
             let reply = try self.seed.command(arguments)
             guard RedisRedirect(reply, askedHost: self.seed.configuration.host) != nil else { return reply }
             // A cluster that would not show its map (CLUSTER refused by an ACL): learn it from redirects.
@@ -149,12 +149,14 @@ public final class RedisConnection {
 
 extension RedisConnection {
     /// Finds out what the server is, or reads a stale slot map again, before a call.
-    private func prepare(forceRefresh: Bool = false) throws(RedisError) -> Topology {
+    /// - Parameter arguments: The one command about to be sent (nil for a pipeline): a `SCAN` reads
+    ///   a stale map again even if it was read less than ``refreshInterval`` ago.
+    private func prepare(for arguments: [[UInt8]]? = nil) throws(RedisError) -> Topology {
         switch self.topology {
         case .standalone:
             return .standalone
         case .cluster:
-            if self.mapIsStale { self.refresh(evenIfRecent: forceRefresh) }
+            if self.mapIsStale { self.refresh(evenIfRecent: arguments.map(RedisRoute.scansKeys) ?? false) }
             return .cluster
         case .unknown:
             self.lastServer = self.seed.server
