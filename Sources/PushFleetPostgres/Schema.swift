@@ -12,7 +12,39 @@ enum Schema {
     /// Key of the transaction-scoped advisory lock that serializes concurrent migrations.
     static let migrationLockKey: Int64 = 0x5055_5348_4D49_4752  // "PUSHMIGR"
 
-    static var migrations: [Migration] { [version1, version2, version3, version4, version5, version6, version7] }
+    static var migrations: [Migration] { [version1, version2, version3, version4, version5, version6, version7, version8] }
+
+    private static var version8: Migration {
+        Migration(version: 8, name: "users, device owners, device groups", statements: [
+            """
+            CREATE TABLE users (
+                user_id    text PRIMARY KEY CHECK (octet_length(user_id) BETWEEN 1 AND 200),
+                created_at timestamptz NOT NULL DEFAULT now()
+            )
+            """,
+            // One phone, one owner: a token's row names the user who registered it last. Nullable
+            // and unchecked, so adding them to a registry of millions rewrites no row; the key is
+            // NOT VALID so that it does not scan them either (every row has NULL, new rows are checked).
+            "ALTER TABLE device_tokens ADD COLUMN user_id text, ADD COLUMN platform text",
+            "ALTER TABLE device_tokens ADD CONSTRAINT device_tokens_user_id_fkey FOREIGN KEY (user_id) REFERENCES users ON DELETE SET NULL NOT VALID",
+            "CREATE INDEX device_tokens_owner ON device_tokens (user_id, app_id) WHERE user_id IS NOT NULL",
+            // A doorbell, a household: users who share one, and so each other's rings.
+            """
+            CREATE TABLE device_groups (
+                group_id   text PRIMARY KEY CHECK (octet_length(group_id) BETWEEN 1 AND 200),
+                created_at timestamptz NOT NULL DEFAULT now()
+            )
+            """,
+            """
+            CREATE TABLE group_members (
+                group_id text NOT NULL REFERENCES device_groups ON DELETE CASCADE,
+                user_id  text NOT NULL REFERENCES users ON DELETE CASCADE,
+                PRIMARY KEY (group_id, user_id)
+            )
+            """,
+            "CREATE INDEX group_members_user ON group_members (user_id)",
+        ])
+    }
 
     private static var version7: Migration {
         Migration(version: 7, name: "shard sent marks", statements: [

@@ -1,0 +1,148 @@
+import Foundation
+import PushFleetCore
+import PushFleetPostgres
+import Testing
+
+/// Users, their devices and the groups they share, on the real Postgres: who a doorbell's ring goes
+/// to, one owner per phone, and APNs' verdicts against late registrations.
+@Suite struct DeviceRegistryTests {
+    /// Ids no other test uses.
+    private static func ids(_ label: String, _ count: Int) -> [String] {
+        let run = String(UInt64.random(in: 0...UInt64.max), radix: 36)
+        return (0..<count).map { "\(label)-\($0)-\(run)" }
+    }
+
+    private static func register(
+        _ token: DeviceToken, _ topic: String, to user: String, at date: Date, platform: String? = "ios",
+        on store: CampaignStore
+    ) async throws -> RegisteredDevice {
+        try await store.registerDevice(
+            DeviceRegistration(token: token, topic: topic, environment: "production", user: user, platform: platform, registeredAt: date)
+        )
+    }
+
+    @Test func aGroupReachesEveryActiveDeviceOfEveryMemberAndNoOther() async throws {
+        try await PostgresFixture.withStore { store in
+            let topic = PostgresFixture.topic("doorbell")
+            let other = PostgresFixture.topic("other-app")
+            let users = Self.ids("user", 4)
+            let doors = Self.ids("door", 2)
+            let (group, neighbour) = (doors[0], doors[1])
+            let tokens = PostgresFixture.tokens(9)
+            let now = Date()
+            // Three sharing users with two phones each; a fourth user outside the group.
+            for (index, token) in tokens.prefix(8).enumerated() {
+                #expect(try await Self.register(token, topic, to: users[index / 2], at: now, on: store) == RegisteredDevice(status: .active, owner: users[index / 2]))
+            }
+            // A member's device of another app does not ring for this one.
+            _ = try await Self.register(tokens[8], other, to: users[0], at: now, on: store)
+            try await store.setGroupMembers(group, users: Array(users.prefix(3)) + [users[0]])
+            try await store.setGroupMembers(neighbour, users: [users[3]])
+
+            #expect(try await store.groupMembers(group) == Array(users.prefix(3)).sorted())
+            let members = try await store.activeTokens(of: .group(group), topic: topic, environment: "production")
+            #expect(members == PostgresFixture.sorted(Array(tokens.prefix(6))))
+            #expect(try await store.activeTokens(of: .user(users[1]), topic: topic, environment: "production") == PostgresFixture.sorted(Array(tokens[2..<4])))
+            #expect(try await store.activeTokens(of: .group(group), topic: other, environment: "production") == [tokens[8]])
+            #expect(try await store.activeTokens(of: .group(group), topic: topic, environment: "sandbox") == [])
+            #expect(try await store.activeTokens(of: .group(Self.ids("nobody", 1)[0]), topic: topic, environment: "production") == [])
+
+            // Members are set exactly: the second user leaves, the fourth joins.
+            try await store.setGroupMembers(group, users: [users[2], users[0], users[3]])
+            #expect(try await store.groupMembers(group) == [users[0], users[2], users[3]].sorted())
+            let after = try await store.activeTokens(of: .group(group), topic: topic, environment: "production")
+            #expect(after == PostgresFixture.sorted([tokens[0], tokens[1], tokens[4], tokens[5], tokens[6], tokens[7]]))
+            try await store.setGroupMembers(group, users: [])
+            #expect(try await store.activeTokens(of: .group(group), topic: topic, environment: "production") == [])
+
+            // A removed device gets nothing more.
+            #expect(try await store.removeDevice(tokens[6], topic: topic, environment: "production"))
+            #expect(try await store.removeDevice(tokens[6], topic: topic, environment: "production") == false)
+            #expect(try await store.activeTokens(of: .user(users[3]), topic: topic, environment: "production") == [tokens[7]])
+            #expect(try await store.tokenStatus(tokens[6], topic: topic, environment: "production") == nil)
+        }
+    }
+
+    @Test func registeringAPhoneAgainMovesItToItsNewOwnerUnlessTheRegistrationIsOlder() async throws {
+        try await PostgresFixture.withStore { store in
+            let topic = PostgresFixture.topic("owner")
+            let users = Self.ids("owner", 2)
+            let token = PostgresFixture.tokens(1)[0]
+            let t0 = Date(timeIntervalSince1970: 1_800_000_000)
+            _ = try await Self.register(token, topic, to: users[0], at: t0, on: store)
+
+            let moved = try await Self.register(token, topic, to: users[1], at: t0 + 60, on: store)
+            #expect(moved == RegisteredDevice(status: .active, owner: users[1], previousOwner: users[0]))
+            #expect(try await store.activeTokens(of: .user(users[0]), topic: topic, environment: "production") == [])
+            #expect(try await store.activeTokens(of: .user(users[1]), topic: topic, environment: "production") == [token])
+
+            // A registration older than the one held arrives late: the phone stays where it is.
+            let late = try await Self.register(token, topic, to: users[0], at: t0 + 30, on: store)
+            #expect(late == RegisteredDevice(status: .active, owner: users[1]))
+            // The same owner again: nothing moved.
+            #expect(try await Self.register(token, topic, to: users[1], at: t0 + 90, on: store) == RegisteredDevice(status: .active, owner: users[1]))
+
+            // A token imported without an owner (a campaign audience) goes to its first registration,
+            // however old.
+            let imported = PostgresFixture.tokens(1)[0]
+            #expect(try await store.importTokens([imported], topic: topic, environment: "production", registeredAt: t0 + 600) == 1)
+            #expect(try await Self.register(imported, topic, to: users[0], at: t0, on: store) == RegisteredDevice(status: .active, owner: users[0]))
+        }
+    }
+
+    /// APNs' `410 Unregistered` carries the time it learnt the token was gone: a registration after
+    /// it revives the device, one before it (a retried request, a stale backup) does not.
+    @Test func aDeviceAPNsUnregisteredIsRevivedOnlyByALaterRegistration() async throws {
+        try await PostgresFixture.withStore { store in
+            let topic = PostgresFixture.topic("revive")
+            let user = Self.ids("revive", 1)[0]
+            let token = PostgresFixture.tokens(1)[0]
+            let t0 = Date(timeIntervalSince1970: 1_800_000_000)
+            _ = try await Self.register(token, topic, to: user, at: t0, on: store)
+            try await store.markTokens([(token, .unregistered, "Unregistered", t0 + 100)], topic: topic, environment: "production")
+            #expect(try await store.activeTokens(of: .user(user), topic: topic, environment: "production") == [])
+
+            let before = try await Self.register(token, topic, to: user, at: t0 + 50, on: store)
+            #expect(before.status == .unregistered)
+            #expect(try await store.tokenStatus(token, topic: topic, environment: "production") == .unregistered)
+            #expect(try await store.activeTokens(of: .user(user), topic: topic, environment: "production") == [])
+
+            let after = try await Self.register(token, topic, to: user, at: t0 + 150, on: store)
+            #expect(after == RegisteredDevice(status: .active, owner: user))
+            #expect(try await store.activeTokens(of: .user(user), topic: topic, environment: "production") == [token])
+        }
+    }
+
+    @Test func badIdsAndPlatformsAreRefusedAndWriteNothing() async throws {
+        try await PostgresFixture.withStore { store in
+            let topic = PostgresFixture.topic("refused")
+            let token = PostgresFixture.tokens(1)[0]
+            let user = Self.ids("refused", 1)[0]
+            let group = Self.ids("refused-group", 1)[0]
+            let long = String(repeating: "é", count: 101)  // 202 bytes
+            for (badUser, platform) in [("", "ios"), (long, "ios"), (user, "android"), (user, "")] {
+                await #expect(throws: PostgresStoreError.self) {
+                    _ = try await Self.register(token, topic, to: badUser, at: Date(), platform: platform, on: store)
+                }
+            }
+            await #expect(throws: PostgresStoreError.self) {
+                _ = try await store.registerDevice(
+                    DeviceRegistration(token: token, topic: topic, environment: "staging", user: user, registeredAt: Date())
+                )
+            }
+            #expect(try await store.tokenStatus(token, topic: topic, environment: "production") == nil)
+
+            do {
+                try await store.setGroupMembers(group, users: [user, long])
+                Issue.record("a 202-byte user id was taken")
+            } catch let error as PostgresStoreError {
+                #expect(error.code == .invalidInput)
+                #expect(error.message.contains("202 bytes"), "\(error.message)")
+            }
+            await #expect(throws: PostgresStoreError.self) { try await store.setGroupMembers("", users: [user]) }
+            #expect(try await store.groupMembers(group) == [])
+            // Nothing half-written stands in the way of the valid call.
+            #expect(try await Self.register(token, topic, to: user, at: Date(), platform: nil, on: store) == RegisteredDevice(status: .active, owner: user))
+        }
+    }
+}
