@@ -12,12 +12,13 @@ extension CampaignStore {
     /// - A token new to the registry is added, active.
     /// - A token registered before moves to `registration.user` (one phone, one owner) unless the
     ///   registry holds a later registration of it, which keeps it. A token imported without an
-    ///   owner goes to its first registration.
+    ///   owner goes to its first registration, whatever the import's date.
     /// - A token APNs had declared invalid, unregistered or quarantined becomes active again only
     ///   if `registeredAt` is later than that verdict: the device registered anew after APNs gave
     ///   up on it. An older registration leaves it as APNs said.
     /// - Throws: ``PostgresStoreError/Code/invalidInput`` for an empty or over-long user, an
-    ///   unknown platform, or a bad topic or environment, before anything is written.
+    ///   unknown platform, a bad topic or environment, or a registration time more than five
+    ///   minutes ahead, before anything is written.
     public func registerDevice(_ registration: DeviceRegistration) async throws -> RegisteredDevice {
         try Self.checkIdentifier(registration.user, "user id")
         if let platform = registration.platform, !DeviceRegistration.platforms.contains(platform) {
@@ -25,52 +26,87 @@ extension CampaignStore {
                 "platform '\(platform)' is not one of \(DeviceRegistration.platforms.sorted().joined(separator: ", "))"
             )
         }
+        guard registration.registeredAt.timeIntervalSinceNow <= Self.registrationClockSkew else {
+            // It would hold the phone, and outrank APNs' verdicts on it, until that time.
+            throw PostgresStoreError.invalidInput(
+                "the registration time \(registration.registeredAt) is \(Int(registration.registeredAt.timeIntervalSinceNow)) s in the future"
+            )
+        }
         return try await self.withTransaction("register a device") { connection in
             let app = try await self.appID(topic: registration.topic, environment: registration.environment, on: connection)
-            let token = registration.token.byteBuffer
-            let user = registration.user
-            let at = registration.registeredAt
-            try await connection.query("INSERT INTO users (user_id) VALUES (\(user)) ON CONFLICT DO NOTHING", logger: self.logger)
-            // Waits for a concurrent first registration of the token to commit; the row exists after.
-            let inserted = try await connection.query(
-                """
-                INSERT INTO device_tokens (app_id, token, status, registered_at, user_id, platform)
-                VALUES (\(app), \(token), 'active', \(at), \(user), \(registration.platform))
-                ON CONFLICT (app_id, token) DO NOTHING RETURNING 1
-                """,
-                logger: self.logger
-            )
-            for try await _ in inserted.decode(Int.self) { return RegisteredDevice(status: .active, owner: user) }
-
-            var previous: String?
-            let current = try await connection.query(
-                "SELECT user_id FROM device_tokens WHERE app_id = \(app) AND token = \(token) FOR UPDATE", logger: self.logger
-            )
-            for try await owner in current.decode(String?.self) { previous = owner }
-            let updated = try await connection.query(
-                """
-                UPDATE device_tokens SET
-                    user_id = CASE WHEN user_id IS NULL OR \(at) >= registered_at THEN \(user) ELSE user_id END,
-                    platform = CASE WHEN user_id IS NULL OR \(at) >= registered_at THEN \(registration.platform) ELSE platform END,
-                    registered_at = GREATEST(registered_at, \(at)),
-                    status = CASE WHEN invalid_since IS NULL OR \(at) > invalid_since THEN 'active' ELSE status END,
-                    invalid_reason = CASE WHEN \(at) > invalid_since THEN NULL ELSE invalid_reason END,
-                    invalid_since = CASE WHEN \(at) > invalid_since THEN NULL ELSE invalid_since END
-                WHERE app_id = \(app) AND token = \(token)
-                RETURNING status, user_id
-                """,
-                logger: self.logger
-            )
-            for try await (status, owner) in updated.decode((String, String).self) {
-                guard let status = TokenStatus(rawValue: status) else { break }
-                return RegisteredDevice(status: status, owner: owner, previousOwner: previous != owner ? previous : nil)
+            try await connection.query("INSERT INTO users (user_id) VALUES (\(registration.user)) ON CONFLICT DO NOTHING", logger: self.logger)
+            // A concurrent removeDevice may delete the row between the two steps: insert it again then.
+            for _ in 0..<3 {
+                if try await self.insertDevice(registration, app: app, on: connection) {
+                    return RegisteredDevice(status: .active, owner: registration.user)
+                }
+                if let registered = try await self.updateDevice(registration, app: app, on: connection) { return registered }
             }
-            throw PostgresStoreError.queryFailed(self.configuration.endpoint, "register a device", "the token's row was not returned")
+            throw PostgresStoreError.queryFailed(
+                self.configuration.endpoint, "register a device", "the token's row was removed three times while it was being registered"
+            )
         }
     }
 
-    /// Removes a device from the registry: it gets nothing more, from any lane or campaign from
-    /// the registry, until it is registered or imported again.
+    /// How far in the future a registration time may be: clocks of app servers differ a little.
+    static let registrationClockSkew: TimeInterval = 300
+
+    /// Adds the device if the registry does not know its token; whether it did. Waits for a
+    /// concurrent first registration of the token to commit (the row exists after).
+    private func insertDevice(_ registration: DeviceRegistration, app: Int64, on connection: PostgresConnection) async throws -> Bool {
+        let at = registration.registeredAt
+        let inserted = try await connection.query(
+            """
+            INSERT INTO device_tokens (app_id, token, status, registered_at, user_id, owned_at, platform)
+            VALUES (\(app), \(registration.token.byteBuffer), 'active', \(at), \(registration.user), \(at), \(registration.platform))
+            ON CONFLICT (app_id, token) DO NOTHING RETURNING 1
+            """,
+            logger: self.logger
+        )
+        for try await _ in inserted.decode(Int.self) { return true }
+        return false
+    }
+
+    /// Registers a device the registry knows, under a row lock; `nil` if its row is gone.
+    ///
+    /// Ownership goes by `owned_at`, the time of the registration that gave the phone its owner,
+    /// which only registrations write (imports raise `registered_at` too); revival by
+    /// `invalid_since`, APNs' verdict.
+    private func updateDevice(_ registration: DeviceRegistration, app: Int64, on connection: PostgresConnection) async throws -> RegisteredDevice? {
+        let token = registration.token.byteBuffer
+        let (user, at) = (registration.user, registration.registeredAt)
+        var found = false
+        var previous: String?
+        let current = try await connection.query(
+            "SELECT user_id FROM device_tokens WHERE app_id = \(app) AND token = \(token) FOR UPDATE", logger: self.logger
+        )
+        for try await owner in current.decode(String?.self) { (found, previous) = (true, owner) }
+        guard found else { return nil }
+        let updated = try await connection.query(
+            """
+            UPDATE device_tokens SET
+                user_id = CASE WHEN user_id IS NULL OR owned_at IS NULL OR \(at) >= owned_at THEN \(user) ELSE user_id END,
+                platform = CASE WHEN user_id IS NULL OR owned_at IS NULL OR \(at) >= owned_at THEN \(registration.platform) ELSE platform END,
+                owned_at = CASE WHEN user_id IS NULL OR owned_at IS NULL OR \(at) >= owned_at THEN \(at) ELSE owned_at END,
+                registered_at = GREATEST(registered_at, \(at)),
+                status = CASE WHEN invalid_since IS NULL OR \(at) > invalid_since THEN 'active' ELSE status END,
+                invalid_reason = CASE WHEN \(at) > invalid_since THEN NULL ELSE invalid_reason END,
+                invalid_since = CASE WHEN \(at) > invalid_since THEN NULL ELSE invalid_since END
+            WHERE app_id = \(app) AND token = \(token)
+            RETURNING status, user_id
+            """,
+            logger: self.logger
+        )
+        for try await (status, owner) in updated.decode((String, String).self) {
+            guard let status = TokenStatus(rawValue: status) else { break }
+            return RegisteredDevice(status: status, owner: owner, previousOwner: previous != owner ? previous : nil)
+        }
+        throw PostgresStoreError.queryFailed(self.configuration.endpoint, "register a device", "the locked token's row was not returned")
+    }
+
+    /// Removes a device from the registry: no user's or group's notification and no later
+    /// `launch --from-registry` reaches it until it is registered or imported again. Campaigns
+    /// launched before keep their audience.
     /// - Returns: whether the registry knew the token.
     public func removeDevice(_ token: DeviceToken, topic: String, environment: String) async throws -> Bool {
         try await self.withConnection("remove a device") { connection in
@@ -97,7 +133,12 @@ extension CampaignStore {
         // Sorted, so concurrent writers take row locks in one order.
         let members = Array(Set(users)).sorted()
         try await self.withTransaction("set a group's members") { connection in
-            try await connection.query("INSERT INTO device_groups (group_id) VALUES (\(group)) ON CONFLICT DO NOTHING", logger: self.logger)
+            // Locks the group's row, new or not: concurrent calls for one group take turns, and
+            // each one's DELETE sees the members the one before committed.
+            try await connection.query(
+                "INSERT INTO device_groups (group_id) VALUES (\(group)) ON CONFLICT (group_id) DO UPDATE SET group_id = EXCLUDED.group_id",
+                logger: self.logger
+            )
             try await connection.query(
                 "INSERT INTO users (user_id) SELECT unnest(\(members)::text[]) ON CONFLICT DO NOTHING", logger: self.logger
             )
@@ -126,22 +167,33 @@ extension CampaignStore {
     /// The active tokens of `audience` for `topic` and `environment`, in ascending byte order: what
     /// a notification to a user or a group goes to. Devices APNs declared dead are left out.
     public func activeTokens(of audience: DeviceAudience, topic: String, environment: String) async throws -> [DeviceToken] {
-        let (users, group): ([String], String?) =
+        try await self.withConnection("read an audience's devices") { connection in
+            // Each by the owner index: a ring reads its members' rows, never the app's whole registry.
+            let rows: PostgresRowSequence
             switch audience {
-            case .user(let user): ([user], nil)
-            case .group(let group): ([], group)
+            case .user(let user):
+                rows = try await connection.query(
+                    """
+                    SELECT d.token FROM device_tokens d
+                    WHERE d.user_id = \(user)
+                      AND d.app_id = (SELECT app_id FROM apps WHERE topic = \(topic) AND environment = \(environment))
+                      AND d.status = 'active'
+                    ORDER BY d.token
+                    """,
+                    logger: self.logger
+                )
+            case .group(let group):
+                rows = try await connection.query(
+                    """
+                    SELECT d.token FROM group_members m JOIN device_tokens d ON d.user_id = m.user_id
+                    WHERE m.group_id = \(group)
+                      AND d.app_id = (SELECT app_id FROM apps WHERE topic = \(topic) AND environment = \(environment))
+                      AND d.status = 'active'
+                    ORDER BY d.token
+                    """,
+                    logger: self.logger
+                )
             }
-        return try await self.withConnection("read an audience's devices") { connection in
-            let rows = try await connection.query(
-                """
-                SELECT d.token FROM device_tokens d
-                WHERE d.app_id = (SELECT app_id FROM apps WHERE topic = \(topic) AND environment = \(environment))
-                  AND d.status = 'active'
-                  AND (d.user_id = ANY(\(users)::text[]) OR d.user_id IN (SELECT user_id FROM group_members WHERE group_id = \(group)))
-                ORDER BY d.token
-                """,
-                logger: self.logger
-            )
             var tokens: [DeviceToken] = []
             for try await bytes in rows.decode(ByteBuffer.self) { tokens.append(try DeviceToken(postgres: bytes)) }
             return tokens

@@ -22,10 +22,11 @@ enum Schema {
                 created_at timestamptz NOT NULL DEFAULT now()
             )
             """,
-            // One phone, one owner: a token's row names the user who registered it last. Nullable
-            // and unchecked, so adding them to a registry of millions rewrites no row; the key is
-            // NOT VALID so that it does not scan them either (every row has NULL, new rows are checked).
-            "ALTER TABLE device_tokens ADD COLUMN user_id text, ADD COLUMN platform text",
+            // One phone, one owner: a token's row names the user whose registration is the latest
+            // (`owned_at`; imports raise `registered_at`, never this). Nullable and unchecked, so
+            // adding them to a registry of millions rewrites no row; the key is NOT VALID so that it
+            // does not scan them either (every row has NULL, new rows are checked).
+            "ALTER TABLE device_tokens ADD COLUMN user_id text, ADD COLUMN owned_at timestamptz, ADD COLUMN platform text",
             "ALTER TABLE device_tokens ADD CONSTRAINT device_tokens_user_id_fkey FOREIGN KEY (user_id) REFERENCES users ON DELETE SET NULL NOT VALID",
             "CREATE INDEX device_tokens_owner ON device_tokens (user_id, app_id) WHERE user_id IS NOT NULL",
             // A doorbell, a household: users who share one, and so each other's rings.

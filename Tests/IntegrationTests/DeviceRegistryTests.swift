@@ -68,7 +68,7 @@ import Testing
             let topic = PostgresFixture.topic("owner")
             let users = Self.ids("owner", 2)
             let token = PostgresFixture.tokens(1)[0]
-            let t0 = Date(timeIntervalSince1970: 1_800_000_000)
+            let t0 = Date() - 86_400
             _ = try await Self.register(token, topic, to: users[0], at: t0, on: store)
 
             let moved = try await Self.register(token, topic, to: users[1], at: t0 + 60, on: store)
@@ -81,6 +81,11 @@ import Testing
             #expect(late == RegisteredDevice(status: .active, owner: users[1]))
             // The same owner again: nothing moved.
             #expect(try await Self.register(token, topic, to: users[1], at: t0 + 90, on: store) == RegisteredDevice(status: .active, owner: users[1]))
+
+            // An import raises the token's registered_at, not its ownership: a registration later than
+            // the owner's still takes the phone.
+            #expect(try await store.importTokens([token], topic: topic, environment: "production", registeredAt: t0 + 600) == 1)
+            #expect(try await Self.register(token, topic, to: users[0], at: t0 + 120, on: store).owner == users[0])
 
             // A token imported without an owner (a campaign audience) goes to its first registration,
             // however old.
@@ -97,7 +102,7 @@ import Testing
             let topic = PostgresFixture.topic("revive")
             let user = Self.ids("revive", 1)[0]
             let token = PostgresFixture.tokens(1)[0]
-            let t0 = Date(timeIntervalSince1970: 1_800_000_000)
+            let t0 = Date() - 86_400
             _ = try await Self.register(token, topic, to: user, at: t0, on: store)
             try await store.markTokens([(token, .unregistered, "Unregistered", t0 + 100)], topic: topic, environment: "production")
             #expect(try await store.activeTokens(of: .user(user), topic: topic, environment: "production") == [])
@@ -113,6 +118,23 @@ import Testing
         }
     }
 
+    /// Concurrent settings of one group's members end with one of them, never a mix.
+    @Test func concurrentMemberSettingsOfOneGroupLeaveOneOfThem() async throws {
+        try await PostgresFixture.withStore { store in
+            let users = Self.ids("turn", 8)
+            let group = Self.ids("turns", 1)[0]
+            try await store.setGroupMembers(group, users: [users[0]])
+            for _ in 0..<5 {
+                try await withThrowingTaskGroup(of: Void.self) { tasks in
+                    for user in users { tasks.addTask { try await store.setGroupMembers(group, users: [user]) } }
+                    try await tasks.waitForAll()
+                }
+                let members = try await store.groupMembers(group)
+                #expect(members.count == 1, "\(members)")
+            }
+        }
+    }
+
     @Test func badIdsAndPlatformsAreRefusedAndWriteNothing() async throws {
         try await PostgresFixture.withStore { store in
             let topic = PostgresFixture.topic("refused")
@@ -120,9 +142,18 @@ import Testing
             let user = Self.ids("refused", 1)[0]
             let group = Self.ids("refused-group", 1)[0]
             let long = String(repeating: "é", count: 101)  // 202 bytes
-            for (badUser, platform) in [("", "ios"), (long, "ios"), (user, "android"), (user, "")] {
-                await #expect(throws: PostgresStoreError.self) {
-                    _ = try await Self.register(token, topic, to: badUser, at: Date(), platform: platform, on: store)
+            let refusals: [(user: String, platform: String, at: Date, says: String)] = [
+                ("", "ios", Date(), "user id is 0 bytes"), (long, "ios", Date(), "user id is 202 bytes"),
+                (user, "android", Date(), "platform 'android'"), (user, "", Date(), "platform ''"),
+                (user, "ios", Date() + 3_600, "in the future"),
+            ]
+            for refusal in refusals {
+                do {
+                    _ = try await Self.register(token, topic, to: refusal.user, at: refusal.at, platform: refusal.platform, on: store)
+                    Issue.record("registered with \(refusal)")
+                } catch let error as PostgresStoreError {
+                    #expect(error.code == .invalidInput)
+                    #expect(error.message.contains(refusal.says), "\(error.message)")
                 }
             }
             await #expect(throws: PostgresStoreError.self) {
