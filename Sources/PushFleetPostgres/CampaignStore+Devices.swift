@@ -74,32 +74,35 @@ extension CampaignStore {
     /// `invalid_since`, APNs' verdict.
     private func updateDevice(_ registration: DeviceRegistration, app: Int64, on connection: PostgresConnection) async throws -> RegisteredDevice? {
         let token = registration.token.byteBuffer
-        let (user, at) = (registration.user, registration.registeredAt)
-        var found = false
-        var previous: String?
-        let current = try await connection.query(
-            "SELECT user_id FROM device_tokens WHERE app_id = \(app) AND token = \(token) FOR UPDATE", logger: self.logger
+        let at = registration.registeredAt
+        var current: (owner: String?, ownedAt: Date?)?
+        let rows = try await connection.query(
+            "SELECT user_id, owned_at FROM device_tokens WHERE app_id = \(app) AND token = \(token) FOR UPDATE", logger: self.logger
         )
-        for try await owner in current.decode(String?.self) { (found, previous) = (true, owner) }
-        guard found else { return nil }
+        for try await row in rows.decode((String?, Date?).self) { current = row }
+        guard let current else { return nil }
+        // The phone goes to this registration unless it has an owner by a later one.
+        let takes = current.owner == nil || current.ownedAt.map { at >= $0 } ?? true
+        let owner = takes ? registration.user : current.owner!
+        let ownedAt = takes ? at : current.ownedAt
         let updated = try await connection.query(
             """
             UPDATE device_tokens SET
-                user_id = CASE WHEN user_id IS NULL OR owned_at IS NULL OR \(at) >= owned_at THEN \(user) ELSE user_id END,
-                platform = CASE WHEN user_id IS NULL OR owned_at IS NULL OR \(at) >= owned_at THEN \(registration.platform) ELSE platform END,
-                owned_at = CASE WHEN user_id IS NULL OR owned_at IS NULL OR \(at) >= owned_at THEN \(at) ELSE owned_at END,
+                user_id = \(owner),
+                owned_at = \(ownedAt),
+                platform = CASE WHEN \(takes) THEN \(registration.platform) ELSE platform END,
                 registered_at = GREATEST(registered_at, \(at)),
                 status = CASE WHEN invalid_since IS NULL OR \(at) > invalid_since THEN 'active' ELSE status END,
                 invalid_reason = CASE WHEN \(at) > invalid_since THEN NULL ELSE invalid_reason END,
                 invalid_since = CASE WHEN \(at) > invalid_since THEN NULL ELSE invalid_since END
             WHERE app_id = \(app) AND token = \(token)
-            RETURNING status, user_id
+            RETURNING status
             """,
             logger: self.logger
         )
-        for try await (status, owner) in updated.decode((String, String).self) {
+        for try await status in updated.decode(String.self) {
             guard let status = TokenStatus(rawValue: status) else { break }
-            return RegisteredDevice(status: status, owner: owner, previousOwner: previous != owner ? previous : nil)
+            return RegisteredDevice(status: status, owner: owner, previousOwner: current.owner != owner ? current.owner : nil)
         }
         throw PostgresStoreError.queryFailed(self.configuration.endpoint, "register a device", "the locked token's row was not returned")
     }
