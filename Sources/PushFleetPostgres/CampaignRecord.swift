@@ -1,4 +1,5 @@
 public import Foundation
+public import PushFleetCore
 
 /// A campaign's definition summary and progress as Postgres holds it (at most about one coordinator
 /// interval behind the workers).
@@ -43,6 +44,8 @@ public struct CampaignRecord: Sendable, Hashable {
     public var queueGeneration: Int = 0
     /// The number of the last Redis snapshot folded (``ProgressUpdate/foldSequence``).
     public var foldSequence: Int = 0
+    /// A campaign, or a notification worked from its topic's lane.
+    public var kind: CampaignKind = .campaign
 
     public init(
         id: UUID, topic: String, environment: String, state: CampaignState, total: Int, shardCount: Int,

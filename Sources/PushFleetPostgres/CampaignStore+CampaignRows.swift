@@ -11,7 +11,7 @@ extension CampaignStore {
                c.retried, c.dead_shards, c.state_reason, c.auto_resume_at,
                ARRAY(SELECT r.reason FROM campaign_rejections r WHERE r.campaign_id = c.campaign_id ORDER BY r.reason),
                ARRAY(SELECT r.count FROM campaign_rejections r WHERE r.campaign_id = c.campaign_id ORDER BY r.reason),
-               c.queue_generation, c.fold_sequence
+               c.queue_generation, c.fold_sequence, c.kind
         FROM campaigns c JOIN apps a USING (app_id)
         """
 
@@ -40,6 +40,11 @@ extension CampaignStore {
         record.autoResumeAt = autoResumeAt
         record.queueGeneration = try cells[21].decode(Int.self)
         record.foldSequence = try cells[22].decode(Int.self)
+        let kind = try cells[23].decode(String.self)
+        guard let kind = CampaignKind(rawValue: kind) else {
+            throw PostgresStoreError.invalidInput("campaign \(id) has an unknown kind '\(kind)'")
+        }
+        record.kind = kind
         return record
     }
 
@@ -51,7 +56,8 @@ extension CampaignStore {
                 """
                 SELECT a.topic, a.environment, c.payload, c.push_type, c.priority, c.expiration, c.collapse_id,
                        c.shard_size, c.total_tokens, c.duplicates_dropped,
-                       ARRAY(SELECT s.token_count FROM campaign_shards s WHERE s.campaign_id = c.campaign_id ORDER BY s.shard)
+                       ARRAY(SELECT s.token_count FROM campaign_shards s WHERE s.campaign_id = c.campaign_id ORDER BY s.shard),
+                       c.kind, c.audience
                 FROM campaigns c JOIN apps a USING (app_id) WHERE c.campaign_id = \(id)
                 """,
                 logger: self.logger
@@ -59,11 +65,16 @@ extension CampaignStore {
             for try await row in rows {
                 let (topic, environment, payload, pushType, priority, expiration, collapseID, shardSize, total, duplicates, shards) =
                     try row.decode((String, String, ByteBuffer, String, Int, Int, String?, Int, Int, Int, [Int]).self)
-                return NewCampaign(
+                let cells = Array(row)
+                let (kind, audience) = (try cells[11].decode(String.self), try cells[12].decode(String?.self))
+                var definition = NewCampaign(
                     id: id, topic: topic, environment: environment, payload: Array(payload.readableBytesView),
                     pushType: pushType, priority: priority, expiration: expiration, collapseID: collapseID,
                     shardSize: shardSize, shardTokenCounts: shards, totalTokens: total, duplicatesDropped: duplicates
                 )
+                definition.kind = CampaignKind(rawValue: kind) ?? .campaign
+                definition.audience = audience
+                return definition
             }
             return nil
         }

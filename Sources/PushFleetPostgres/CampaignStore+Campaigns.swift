@@ -1,5 +1,6 @@
 public import Foundation
 import PostgresNIO
+import PushFleetCore
 
 extension CampaignStore {
     /// Writes a new campaign (state `pending`) and one `campaign_shards` row per entry of
@@ -23,9 +24,10 @@ extension CampaignStore {
             let inserted = try await connection.query(
                 """
                 INSERT INTO campaigns (campaign_id, app_id, payload, push_type, priority, expiration, collapse_id,
-                                       shard_size, shard_count, total_tokens, duplicates_dropped)
+                                       shard_size, shard_count, total_tokens, duplicates_dropped, kind, audience)
                 VALUES (\(c.id), \(app), \(ByteBuffer(bytes: c.payload)), \(c.pushType), \(c.priority), \(c.expiration),
-                        \(c.collapseID), \(c.shardSize), \(c.shardTokenCounts.count), \(c.totalTokens), \(c.duplicatesDropped))
+                        \(c.collapseID), \(c.shardSize), \(c.shardTokenCounts.count), \(c.totalTokens), \(c.duplicatesDropped),
+                        \(c.kind.rawValue), \(c.audience))
                 ON CONFLICT (campaign_id) DO NOTHING
                 RETURNING 1
                 """,
@@ -188,11 +190,18 @@ extension CampaignStore {
         }
     }
 
-    /// Records that a finished campaign's Redis keys were removed, and deletes its stored tokens.
+    /// Records that a finished campaign's Redis keys were removed, and deletes its stored tokens
+    /// (a notification's are kept: its per-device outcomes are read from them).
     public func markQueueRemoved(_ id: UUID) async throws {
         try await self.withTransaction("record the cleanup of campaign \(id)") { connection in
             _ = try await connection.query("UPDATE campaigns SET queue_removed = true WHERE campaign_id = \(id)", logger: self.logger)
-            _ = try await connection.query("DELETE FROM campaign_shard_tokens WHERE campaign_id = \(id)", logger: self.logger)
+            _ = try await connection.query(
+                """
+                DELETE FROM campaign_shard_tokens
+                WHERE campaign_id = \(id) AND NOT EXISTS (SELECT 1 FROM campaigns WHERE campaign_id = \(id) AND kind = 'notification')
+                """,
+                logger: self.logger
+            )
         }
     }
 

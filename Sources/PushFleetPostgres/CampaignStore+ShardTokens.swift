@@ -78,7 +78,8 @@ extension CampaignStore {
 
     /// Deletes stored tokens nobody will read: those of finished campaigns whose queue is removed,
     /// those of launches that did not become their campaign, and, after `abandonedAfter`, those of
-    /// launches whose campaign was never recorded (killed while reading the audience).
+    /// launches whose campaign was never recorded (killed while reading the audience). A
+    /// notification's devices are kept: its per-device outcomes are read from them.
     /// - Returns: how many shard rows were deleted.
     public func pruneShardTokens(abandonedAfter age: Duration = .seconds(86_400)) async throws -> Int {
         let seconds = Double(age.components.seconds)
@@ -89,7 +90,8 @@ extension CampaignStore {
                     DELETE FROM campaign_shard_tokens t
                     WHERE NOT EXISTS (
                         SELECT 1 FROM campaigns c
-                        WHERE c.campaign_id = t.campaign_id AND (c.launch IS NULL OR c.launch = t.launch) AND NOT c.queue_removed
+                        WHERE c.campaign_id = t.campaign_id AND (c.launch IS NULL OR c.launch = t.launch)
+                          AND (NOT c.queue_removed OR c.kind = 'notification')
                     ) AND (
                         EXISTS (SELECT 1 FROM campaigns c WHERE c.campaign_id = t.campaign_id)
                         OR t.created_at < now() - make_interval(secs => \(seconds))

@@ -1,4 +1,5 @@
 public import Foundation
+public import PushFleetCore
 
 /// What `launch` writes to Postgres for a new campaign: its definition and the size of each shard.
 public struct NewCampaign: Sendable, Hashable {
@@ -26,6 +27,10 @@ public struct NewCampaign: Sendable, Hashable {
     public var totalTokens: Int
     /// Duplicates dropped from the audience.
     public var duplicatesDropped: Int
+    /// A campaign, or a notification worked from its topic's lane.
+    public var kind: CampaignKind = .campaign
+    /// For a notification, whom it was asked for (`user:U`, `group:G`, `tokens`); nil otherwise.
+    public var audience: String? = nil
 
     public init(
         id: UUID, topic: String, environment: String, payload: [UInt8], pushType: String, priority: Int,

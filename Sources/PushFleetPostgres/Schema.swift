@@ -12,7 +12,18 @@ enum Schema {
     /// Key of the transaction-scoped advisory lock that serializes concurrent migrations.
     static let migrationLockKey: Int64 = 0x5055_5348_4D49_4752  // "PUSHMIGR"
 
-    static var migrations: [Migration] { [version1, version2, version3, version4, version5, version6, version7, version8] }
+    static var migrations: [Migration] { [version1, version2, version3, version4, version5, version6, version7, version8, version9] }
+
+    private static var version9: Migration {
+        Migration(version: 9, name: "notifications", statements: [
+            // A notification (a doorbell ring to a user's or a group's devices) is a campaign of
+            // one shard, worked from its topic's notification lane. A constant default: adding the
+            // column rewrites no row.
+            "ALTER TABLE campaigns ADD COLUMN kind text NOT NULL DEFAULT 'campaign' CHECK (kind IN ('campaign', 'notification'))",
+            // Whom it was sent to, as asked: "user:U", "group:G" or "tokens".
+            "ALTER TABLE campaigns ADD COLUMN audience text",
+        ])
+    }
 
     private static var version8: Migration {
         Migration(version: 8, name: "users, device owners, device groups", statements: [

@@ -1,9 +1,11 @@
 import Foundation
+import PushFleetCore
 
 // MARK: - The `pf:{C}:meta` hash
 
 extension CampaignDescriptor {
-    /// Field/value pairs for `HSET`, in order. `collapse_id` is absent when there is none.
+    /// Field/value pairs for `HSET`, in order. `collapse_id` is absent when there is none, and
+    /// `kind` for a campaign (queues published before notifications existed have none).
     var metaFields: [[UInt8]] {
         var pairs: [(String, [UInt8])] = [
             ("id", Array(self.id.uuidString.lowercased().utf8)),
@@ -18,6 +20,7 @@ extension CampaignDescriptor {
             ("status", Array(self.status.rawValue.utf8)),
         ]
         if let collapseID = self.collapseID { pairs.append(("collapse_id", Array(collapseID.utf8))) }
+        if self.kind != .campaign { pairs.append(("kind", Array(self.kind.rawValue.utf8))) }
         return pairs.flatMap { [Array($0.0.utf8), $0.1] }
     }
 
@@ -34,6 +37,8 @@ extension CampaignDescriptor {
         guard let id = UUID(uuidString: try text("id")) else { throw FieldError(name: "id") }
         guard let status = CampaignQueueStatus(rawValue: try text("status")) else { throw FieldError(name: "status") }
         guard let payload = fields["payload"] else { throw FieldError(name: "payload") }
+        let kind = fields["kind"].map { CampaignKind(rawValue: String(decoding: $0, as: UTF8.self)) } ?? .campaign
+        guard let kind else { throw FieldError(name: "kind") }
         self.init(
             id: id,
             topic: try text("topic"),
@@ -45,7 +50,8 @@ extension CampaignDescriptor {
             collapseID: fields["collapse_id"].map { String(decoding: $0, as: UTF8.self) },
             shardCount: try number("shard_count"),
             totalTokens: try number("total_tokens"),
-            status: status
+            status: status,
+            kind: kind
         )
     }
 

@@ -1,4 +1,5 @@
 public import Foundation
+public import PushFleetCore
 
 /// What a worker needs to send a campaign, stored in `pf:{C}:meta` by ``CampaignQueue/publish(_:)``.
 public struct CampaignDescriptor: Hashable, Sendable {
@@ -24,6 +25,8 @@ public struct CampaignDescriptor: Hashable, Sendable {
     public var totalTokens: Int
     /// Whether workers may claim its shards.
     public var status: CampaignQueueStatus
+    /// Which queue its shards wait in: the campaigns of its topic, or their notification lane.
+    public var kind: CampaignKind
 
     public init(
         id: UUID,
@@ -36,7 +39,8 @@ public struct CampaignDescriptor: Hashable, Sendable {
         collapseID: String? = nil,
         shardCount: Int,
         totalTokens: Int,
-        status: CampaignQueueStatus = .running
+        status: CampaignQueueStatus = .running,
+        kind: CampaignKind = .campaign
     ) {
         self.id = id
         self.topic = topic
@@ -49,5 +53,6 @@ public struct CampaignDescriptor: Hashable, Sendable {
         self.shardCount = shardCount
         self.totalTokens = totalTokens
         self.status = status
+        self.kind = kind
     }
 }

@@ -1,4 +1,5 @@
 import Foundation
+import PushFleetCore
 
 /// The Redis keys of one campaign. All share the hash tag `{<campaign id>}`, so every script over
 /// them runs in one Redis Cluster slot.
@@ -57,8 +58,21 @@ struct CampaignKeys: Sendable {
     /// `SCAN` pattern matching every key of the campaign.
     var pattern: [UInt8] { Array("\(self.prefix):*".utf8) }
 
-    /// SET (no hash tag: touched only by single-key commands): ids of the active campaigns of a topic.
-    static func active(topic: String, environment: String) -> [UInt8] {
-        Array("pf:active:\(topic):\(environment)".utf8)
+    /// SET (no hash tag: touched only by single-key commands): ids of the active campaigns of a
+    /// topic, `pf:active:<topic>:<environment>`, or of its notifications, `pf:now:<topic>:<environment>`.
+    static func active(topic: String, environment: String, kind: CampaignKind = .campaign) -> [UInt8] {
+        switch kind {
+        case .campaign: Array("pf:active:\(topic):\(environment)".utf8)
+        case .notification: Array("pf:now:\(topic):\(environment)".utf8)
+        }
     }
+
+    /// LIST (no hash tag): one entry per notification published, popped by a worker blocked in
+    /// `BLPOP` so that it claims at once instead of at its next poll. Capped at ``wakeCap`` entries.
+    static func wake(topic: String, environment: String) -> [UInt8] {
+        Array("pf:wake:\(topic):\(environment)".utf8)
+    }
+
+    /// The most entries ``wake(topic:environment:)`` keeps: more than enough to wake every worker.
+    static let wakeCap = 1_000
 }

@@ -1,5 +1,5 @@
 public import Foundation
-import PushFleetCore
+public import PushFleetCore
 
 // MARK: - Coordinator: counters, events, reaping, removal
 
@@ -91,9 +91,9 @@ extension CampaignQueue {
     }
 
     /// Deletes every key of a finished campaign and removes it from its active set.
-    public func remove(campaign: UUID, topic: String, environment: String) async throws {
+    public func remove(campaign: UUID, topic: String, environment: String, kind: CampaignKind = .campaign) async throws {
         let keys = CampaignKeys(campaign)
-        let active = CampaignKeys.active(topic: topic, environment: environment)
+        let active = CampaignKeys.active(topic: topic, environment: environment, kind: kind)
         try await self.client.withConnection { connection in
             // SREM first: workers stop looking before the keys go.
             _ = try connection.checkedCommand(RedisCommand.arguments("SREM", active, campaign.uuidString.lowercased()))

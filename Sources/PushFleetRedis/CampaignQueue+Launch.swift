@@ -49,7 +49,7 @@ extension CampaignQueue {
                 "publish", CampaignScripts.publish, keys: [keys.meta, keys.pending], arguments: arguments
             )
             // Only after the campaign is complete in Redis may workers find it.
-            try CampaignQueue.activate(descriptor.id, topic: descriptor.topic, environment: descriptor.environment, on: connection)
+            try CampaignQueue.activate(descriptor, on: connection)
         }
     }
 
@@ -77,7 +77,7 @@ extension CampaignQueue {
                 )
             }
             // Ensured either way: a launch that died between the two steps left it out.
-            try CampaignQueue.activate(descriptor.id, topic: descriptor.topic, environment: descriptor.environment, on: connection)
+            try CampaignQueue.activate(descriptor, on: connection)
             return outcome == 1
         }
     }
@@ -103,10 +103,11 @@ extension CampaignQueue {
     public func discard(campaign: UUID, shardCount: Int) async throws {
         let keys = CampaignKeys(campaign)
         try await self.client.withConnection { connection in
-            let reply = try connection.checkedCommand(RedisCommand.arguments("HMGET", keys.meta, "topic", "environment"))
+            let reply = try connection.checkedCommand(RedisCommand.arguments("HMGET", keys.meta, "topic", "environment", "kind"))
             try CampaignQueue.deleteAll(keys, shardCount: shardCount, on: connection)
-            if let parts = reply.array, parts.count == 2, let topic = parts[0].string, let environment = parts[1].string {
-                let active = CampaignKeys.active(topic: topic, environment: environment)
+            if let parts = reply.array, parts.count == 3, let topic = parts[0].string, let environment = parts[1].string {
+                let kind = parts[2].string.flatMap(CampaignKind.init(rawValue:)) ?? .campaign
+                let active = CampaignKeys.active(topic: topic, environment: environment, kind: kind)
                 _ = try connection.checkedCommand(RedisCommand.arguments("SREM", active, campaign.uuidString.lowercased()))
             }
         }
@@ -133,9 +134,10 @@ extension CampaignQueue {
         }
     }
 
-    /// The ids in `pf:active:<topic>:<environment>`, in no particular order.
-    public func activeCampaigns(topic: String, environment: String) async throws -> [UUID] {
-        let active = CampaignKeys.active(topic: topic, environment: environment)
+    /// The ids in the active set of `kind` (`pf:active:<topic>:<environment>` for campaigns,
+    /// `pf:now:<topic>:<environment>` for notifications), in no particular order.
+    public func activeCampaigns(topic: String, environment: String, kind: CampaignKind = .campaign) async throws -> [UUID] {
+        let active = CampaignKeys.active(topic: topic, environment: environment, kind: kind)
         return try await self.client.withConnection { connection in
             let reply = try connection.checkedCommand([Array("SMEMBERS".utf8), active])
             guard let members = reply.array else { throw connection.unexpected("SMEMBERS", reply) }
@@ -176,10 +178,23 @@ extension CampaignQueue {
         }
     }
 
-    /// Adds the campaign to `pf:active:<topic>:<environment>`, where workers look for work; idempotent.
-    public func ensureActive(campaign: UUID, topic: String, environment: String) async throws {
+    /// Adds the campaign to the active set of `kind`, where workers look for work; idempotent.
+    public func ensureActive(campaign: UUID, topic: String, environment: String, kind: CampaignKind = .campaign) async throws {
         try await self.client.withConnection { connection in
-            try CampaignQueue.activate(campaign, topic: topic, environment: environment, on: connection)
+            try CampaignQueue.activate(campaign, topic: topic, environment: environment, kind: kind, on: connection)
+        }
+    }
+
+    /// Waits up to `timeout` (whole seconds, at least 1) for a notification of this topic and
+    /// environment to be published; returns whether one was. Each publication wakes one waiter.
+    ///
+    /// Blocks this client's connection for as long as it waits: call it on a client of its own.
+    public func waitForNotification(topic: String, environment: String, timeout: Duration) async throws -> Bool {
+        let key = CampaignKeys.wake(topic: topic, environment: environment)
+        let seconds = max(1, Int(timeout.components.seconds))
+        return try await self.client.withConnection { connection in
+            let reply = try connection.checkedCommand(RedisCommand.arguments("BLPOP", key, seconds))
+            return reply.array != nil
         }
     }
 

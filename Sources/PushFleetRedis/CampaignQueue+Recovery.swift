@@ -136,7 +136,7 @@ extension CampaignQueue {
             let reply = try connection.checkedEvaluate("restore", CampaignScripts.restore, keys: scriptKeys, arguments: arguments)
             switch try connection.integer(reply, "the restore script") {
             case 1:
-                try CampaignQueue.activate(descriptor.id, topic: descriptor.topic, environment: descriptor.environment, on: connection)
+                try CampaignQueue.activate(descriptor, on: connection)
                 return true
             case 0:
                 try CampaignQueue.delete(unfinished.map { keys.staged($0, launch: launch) }, on: connection)

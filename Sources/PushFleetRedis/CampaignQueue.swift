@@ -1,4 +1,5 @@
 import Foundation
+import PushFleetCore
 
 /// The Redis side of campaigns: staged shards, leases, checkpoints, counters and events.
 ///
@@ -33,10 +34,25 @@ public struct CampaignQueue: Sendable {
         self.client = client
     }
 
-    /// Adds the campaign to `pf:active:<topic>:<environment>`, where workers look for work; idempotent.
-    static func activate(_ campaign: UUID, topic: String, environment: String, on connection: RedisConnection) throws(RedisError) {
-        let active = CampaignKeys.active(topic: topic, environment: environment)
+    /// Adds the campaign to the active set of its kind (`pf:active:…` or `pf:now:…`), where
+    /// workers look for work; idempotent.
+    static func activate(
+        _ campaign: UUID, topic: String, environment: String, kind: CampaignKind, on connection: RedisConnection
+    ) throws(RedisError) {
+        let active = CampaignKeys.active(topic: topic, environment: environment, kind: kind)
         _ = try connection.checkedCommand(RedisCommand.arguments("SADD", active, campaign.uuidString.lowercased()))
+    }
+
+    /// Adds a published campaign to its active set; a notification also wakes one worker waiting in
+    /// ``waitForNotification(topic:environment:timeout:)``, after it can be found.
+    static func activate(_ descriptor: CampaignDescriptor, on connection: RedisConnection) throws(RedisError) {
+        try self.activate(descriptor.id, topic: descriptor.topic, environment: descriptor.environment, kind: descriptor.kind, on: connection)
+        guard descriptor.kind == .notification else { return }
+        let wake = CampaignKeys.wake(topic: descriptor.topic, environment: descriptor.environment)
+        _ = try connection.checkedPipeline([
+            RedisCommand.arguments("RPUSH", wake, descriptor.id.uuidString.lowercased()),
+            RedisCommand.arguments("LTRIM", wake, -CampaignKeys.wakeCap, -1),
+        ])
     }
 
     /// Deletes every key of the campaign, shard lists `0..<shardCount` included (or, when

@@ -262,7 +262,7 @@ public final class CoordinatorService: Sendable {
         try await self.queue.setStatus(campaign: campaign.id, CampaignQueueStatus(campaign.state))
         if campaign.state == .running || campaign.state == .paused {
             // A rebuild or a launch that died between its two steps may have left it out.
-            try await self.queue.ensureActive(campaign: campaign.id, topic: campaign.topic, environment: campaign.environment)
+            try await self.queue.ensureActive(campaign: campaign.id, topic: campaign.topic, environment: campaign.environment, kind: campaign.kind)
         }
     }
 
@@ -288,7 +288,7 @@ public final class CoordinatorService: Sendable {
 
     /// Removes a finished campaign's Redis keys and records it; a failure is retried next round.
     private func removeQueue(of campaign: CampaignRecord) async throws {
-        try await self.queue.remove(campaign: campaign.id, topic: campaign.topic, environment: campaign.environment)
+        try await self.queue.remove(campaign: campaign.id, topic: campaign.topic, environment: campaign.environment, kind: campaign.kind)
         try await self.store.markQueueRemoved(campaign.id)
         _ = self.lastFolded.withLock { $0.removeValue(forKey: campaign.id) }
     }

@@ -17,6 +17,14 @@ public struct LaunchError: Error, CustomStringConvertible {
         )
     }
 
+    static func noDevices(_ audience: String, topic: String, environment: String) -> Self {
+        Self(message: "\(audience) has no active device for topic \(topic) (\(environment)); nothing was sent")
+    }
+
+    static func tooManyDevices(_ count: Int, maximum: Int) -> Self {
+        Self(message: "the notification names \(count) tokens; at most \(maximum) go in one notification, launch a campaign for more")
+    }
+
     static func emptyAudience() -> Self {
         Self(message: "the audience has no tokens")
     }

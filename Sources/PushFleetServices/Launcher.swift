@@ -29,6 +29,10 @@ public struct Launcher: Sendable {
         public var shardSize: Int
         /// Required token size in bytes (32 for the binary protocol), or `nil` for any.
         public var requiredTokenSize: Int?
+        /// A campaign, or a notification for the topic's lane (see ``Notifier``).
+        public var kind: CampaignKind = .campaign
+        /// For a notification, whom it was asked for (`user:U`, `group:G`, `tokens`).
+        public var audience: String? = nil
 
         public init(
             id: UUID? = nil, topic: String, environment: String, payload: Payload, pushType: String = "alert",
@@ -138,12 +142,14 @@ public struct Launcher: Sendable {
         }
 
         let total = shardCounts.reduce(0, +)
-        let campaign = NewCampaign(
+        var campaign = NewCampaign(
             id: id, topic: request.topic, environment: request.environment, payload: request.payload.bytes,
             pushType: request.pushType, priority: request.priority, expiration: request.expiration,
             collapseID: request.collapseID, shardSize: request.shardSize, shardTokenCounts: shardCounts,
             totalTokens: total, duplicatesDropped: duplicates
         )
+        campaign.kind = request.kind
+        campaign.audience = request.audience
         let used: Bool
         do {
             used = try await self.recordAndPublish(campaign, existing: existing, launch: launch)

@@ -73,7 +73,7 @@ public struct StatusReport: Sendable {
         return lines.joined(separator: "\n")
     }
 
-    private static func quote(_ text: String) -> String {
+    static func quote(_ text: String) -> String {
         var out = "\""
         for scalar in text.unicodeScalars {
             switch scalar {
@@ -87,7 +87,7 @@ public struct StatusReport: Sendable {
         return out + "\""
     }
 
-    private static func timestamp(_ date: Date) -> String {
+    static func timestamp(_ date: Date) -> String {
         date.formatted(.iso8601)
     }
 }

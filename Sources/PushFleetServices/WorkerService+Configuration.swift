@@ -27,6 +27,11 @@ extension WorkerService {
         /// Names the credentials in a pause reason (`team ABC123DEFG, key ABC123DEFG`), never a
         /// secret. Defaults to none.
         public var credentials: String?
+        /// Whether the worker serves its topic's notification lane (doorbell rings) over a
+        /// connection of its own besides its slots. Defaults to true.
+        public var servesNotifications = true
+        /// Notifications the lane works at once. Defaults to 32.
+        public var notificationRuns = 32
 
         public init(
             topic: String,

@@ -48,7 +48,10 @@ public final class WorkerService: Sendable {
         let slots = (self.configuration.connections + self.transport.connectionsPerChannel - 1) / self.transport.connectionsPerChannel
         let totals = await withTaskGroup(of: SenderTotals.self) { group in
             for slot in 0..<slots {
-                group.addTask { await self.runSlot(slot, drain: drain, templates: templates) }
+                group.addTask { await self.runSlot(slot, work: .campaigns, drain: drain, templates: templates) }
+            }
+            if self.configuration.servesNotifications {
+                group.addTask { await self.runSlot(slots, work: .notifications, drain: drain, templates: TemplateCache()) }
             }
             return await group.reduce(SenderTotals(), +)
         }
@@ -56,10 +59,26 @@ public final class WorkerService: Sendable {
         return totals
     }
 
-    /// What the slot loop hears from its runs.
+    /// What a slot serves: shards of its topic's campaigns, one campaign at a time, or the
+    /// notifications of its topic's lane, any number of them at once.
+    private enum SlotWork: Sendable {
+        case campaigns
+        case notifications
+
+        var kind: CampaignKind {
+            switch self {
+            case .campaigns: .campaign
+            case .notifications: .notification
+            }
+        }
+    }
+
+    /// What the slot loop hears from its runs, and for the lane, from its waker.
     private enum RunEvent: Sendable {
         case feedEnded(run: UInt64)
         case ended(run: UInt64)
+        /// A notification may have been published, or a second went by: look for one.
+        case wake
     }
 
     private struct Claim: Sendable {
@@ -71,13 +90,23 @@ public final class WorkerService: Sendable {
 
     /// Works shards over one channel, replaced when a shard is given up on, until drained; returns
     /// what its channels counted.
-    private func runSlot(_ slot: Int, drain: DrainSignal, templates: TemplateCache) async -> SenderTotals {
+    ///
+    /// The notification lane is the same loop with three differences: its channel is the
+    /// transport's lane channel (kept open, so a ring never waits for a handshake); it claims from
+    /// the lane's set, any notification, without keeping to one campaign; and when idle it waits
+    /// for a publication's wake-up (or one second) instead of polling.
+    private func runSlot(_ slot: Int, work: SlotWork, drain: DrainSignal, templates: TemplateCache) async -> SenderTotals {
         let (events, sink) = AsyncStream.makeStream(of: RunEvent.self)
         var pending = events.makeAsyncIterator()
         var totals = SenderTotals()
-        guard var context = await self.makeSlotContext(drain: drain) else { return totals }
+        guard var context = await self.makeSlotContext(work: work, drain: drain) else { return totals }
         var router = context.startRouting()
-        let shardLimit = self.configuration.shardsPerConnection * self.transport.connectionsPerChannel
+        let waker = work == .notifications ? self.startWaker(sink, drain: drain) : nil
+        defer { waker?.cancel() }
+        let shardLimit = switch work {
+        case .campaigns: self.configuration.shardsPerConnection * self.transport.connectionsPerChannel
+        case .notifications: self.configuration.notificationRuns
+        }
         var active = 0
         var feeding: UInt64? = nil
         var campaign: UUID? = nil
@@ -93,7 +122,7 @@ public final class WorkerService: Sendable {
                         await context.channel.shutdown()
                         await router.value
                         // Without a new channel the slot ends, and the old one is counted there.
-                        guard let fresh = await self.makeSlotContext(drain: drain) else { return }
+                        guard let fresh = await self.makeSlotContext(work: work, drain: drain) else { return }
                         totals = totals + (await context.channel.totals())
                         context = fresh
                         router = context.startRouting()
@@ -104,7 +133,7 @@ public final class WorkerService: Sendable {
                 if !drain.isTriggered, !resetting, feeding == nil, active < shardLimit {
                     let claimed: Claim?
                     do {
-                        claimed = try await self.claim(campaign: campaign, templates: templates)
+                        claimed = try await self.claim(work.kind, campaign: campaign, templates: templates)
                     } catch {
                         self.logger.warning("cannot claim work", metadata: ["error": "\(error)"])
                         claimed = nil
@@ -114,7 +143,7 @@ public final class WorkerService: Sendable {
                         let run = UInt64(slot & 0xFFFF) << 48 | UInt64(runs & 0xFFFF) << 32
                         let (inputs, continuation) = AsyncStream.makeStream(of: SlotInput.self)
                         context.register(run, continuation)
-                        campaign = claimed.lease.campaign
+                        if work == .campaigns { campaign = claimed.lease.campaign }
                         active += 1
                         feeding = run
                         group.addTask { [context] in
@@ -131,13 +160,15 @@ public final class WorkerService: Sendable {
                         }
                         continue
                     }
-                    if active == 0 {
+                    if active == 0 && work == .campaigns {
                         await drain.sleep(for: self.configuration.idlePoll)
                         continue
                     }
                 }
                 guard let event = await pending.next() else { break }
                 switch event {
+                case .wake:
+                    continue
                 case .feedEnded(let run):
                     if feeding == run { feeding = nil }
                 case .ended(let run):
@@ -160,10 +191,11 @@ public final class WorkerService: Sendable {
 
     /// A new channel for a slot; retried every second while its credentials cannot be loaded, nil
     /// once draining.
-    private func makeSlotContext(drain: DrainSignal) async -> SlotContext? {
+    private func makeSlotContext(work: SlotWork, drain: DrainSignal) async -> SlotContext? {
         while !drain.isTriggered {
             do {
-                let context = SlotContext(channel: try self.transport.makeChannel())
+                let channel = work == .campaigns ? try self.transport.makeChannel() : try self.transport.makeLaneChannel()
+                let context = SlotContext(channel: channel)
                 self.channelProblem.withLock { $0 = nil }
                 return context
             } catch {
@@ -175,14 +207,39 @@ public final class WorkerService: Sendable {
         return nil
     }
 
-    /// Claims a shard of `campaign`, or of any active campaign of this topic and environment when nil.
-    private func claim(campaign: UUID?, templates: TemplateCache) async throws -> Claim? {
+    /// Wakes the lane's loop whenever a notification of this topic is published, and at least
+    /// once a second (a wake-up another worker took, a notification whose holder died, a drain).
+    /// Waits in `BLPOP` on a Redis connection of its own.
+    private func startWaker(_ sink: AsyncStream<RunEvent>.Continuation, drain: DrainSignal) -> Task<Void, Never> {
+        let client = RedisClient(configuration: self.queue.client.configuration, logger: self.logger)
+        let lane = CampaignQueue(client: client)
+        let (topic, environment) = (self.configuration.topic, self.configuration.environment)
+        let logger = self.logger
+        return Task {
+            while !drain.isTriggered && !Task.isCancelled {
+                do {
+                    _ = try await lane.waitForNotification(topic: topic, environment: environment, timeout: .seconds(1))
+                } catch {
+                    logger.warning("cannot wait for notifications; looking every second", metadata: ["error": "\(error)"])
+                    await drain.sleep(for: .seconds(1))
+                }
+                sink.yield(.wake)
+            }
+            try? await client.shutdown()
+        }
+    }
+
+    /// Claims a shard of `campaign`, or of any active campaign (or notification) of this topic and
+    /// environment when nil.
+    private func claim(_ kind: CampaignKind, campaign: UUID?, templates: TemplateCache) async throws -> Claim? {
         await self.endedRuns.reportDue(to: self.queue, logger: self.logger)
         let candidates: [UUID]
         if let campaign {
             candidates = [campaign]
         } else {
-            candidates = try await self.queue.activeCampaigns(topic: self.configuration.topic, environment: self.configuration.environment).shuffled()
+            candidates = try await self.queue.activeCampaigns(
+                topic: self.configuration.topic, environment: self.configuration.environment, kind: kind
+            ).shuffled()
             templates.keepOnly(candidates)
         }
         for candidate in candidates {

@@ -63,6 +63,10 @@ extension HTTP2Sender {
         /// Delays before sending again to a token answered 429 `TooManyRequests`. Only that token
         /// waits. Defaults to 1 s doubling to 60 s.
         public var tooManyRequestsBackoff: Backoff
+        /// Whether the connections are opened as soon as the sender is made, and opened again
+        /// whenever one closes, with or without work: a notification that must go now never waits
+        /// for a TLS handshake. Defaults to false (connections open when there is something to send).
+        public var keepsConnectionsOpen = false
 
         public init(
             host: String,

@@ -39,6 +39,10 @@ public final class HTTP2Sender: Sendable {
             try HTTP2SenderCore(configuration: configuration, tls: tls, eventLoop: eventLoop, events: continuation, logger: logger),
             eventLoop: eventLoop
         )
+        if configuration.keepsConnectionsOpen {
+            let core = self.core
+            eventLoop.execute { core.value.openConnectionsIfNeeded() }
+        }
     }
 
     /// Queues notifications for sending. Suspends while ``Configuration/maximumQueued`` wait to be written.

@@ -173,9 +173,10 @@ final class HTTP2SenderCore {
 
     // MARK: - Connecting
 
-    /// Gives every empty slot a connection while there is work.
-    private func openConnectionsIfNeeded() {
-        guard !self.isShutdown, !self.queue.isEmpty || !self.delayed.isEmpty else { return }
+    /// Gives every empty slot a connection while there is work, or always when the configuration
+    /// keeps connections open.
+    func openConnectionsIfNeeded() {
+        guard !self.isShutdown, self.configuration.keepsConnectionsOpen || !self.queue.isEmpty || !self.delayed.isEmpty else { return }
         let now = NIODeadline.now()
         let start = self.poolStart ?? now
         self.poolStart = start

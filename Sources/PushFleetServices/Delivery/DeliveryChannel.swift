@@ -81,6 +81,9 @@ public struct DeliveryTransport: Sendable {
     /// Connections behind one channel: a slot of this transport counts for that many connections.
     let connectionsPerChannel: Int
     let makeChannel: @Sendable () throws -> any DeliveryChannel
+    /// The channel of a worker's notification lane: one connection, opened at once and kept open
+    /// where the protocol allows it.
+    let makeLaneChannel: @Sendable () throws -> any DeliveryChannel
     let makeTemplate: @Sendable (CampaignDescriptor) throws -> CampaignTemplate
 
     /// The legacy binary protocol: one ``BinarySender`` (one connection) per slot.
@@ -89,6 +92,9 @@ public struct DeliveryTransport: Sendable {
             name: "binary",
             connectionsPerChannel: 1,
             makeChannel: { BinaryChannel(sender: BinarySender(configuration: configuration, eventLoop: group.next(), logger: logger)) },
+            // The binary gateway drops idle connections without a word, so the lane's connects on
+            // its first notification, as a slot's does.
+            makeLaneChannel: { BinaryChannel(sender: BinarySender(configuration: configuration, eventLoop: group.next(), logger: logger)) },
             makeTemplate: { descriptor in
                 .binary(
                     payload: try Payload(jsonText: descriptor.payload, format: .binaryFrame),
@@ -106,6 +112,12 @@ public struct DeliveryTransport: Sendable {
             name: "HTTP/2",
             connectionsPerChannel: max(1, configuration.connections),
             makeChannel: { HTTP2Channel(sender: try HTTP2Sender(configuration: configuration, eventLoop: group.next(), logger: logger)) },
+            makeLaneChannel: {
+                var lane = configuration
+                lane.connections = 1
+                lane.keepsConnectionsOpen = true
+                return HTTP2Channel(sender: try HTTP2Sender(configuration: lane, eventLoop: group.next(), logger: logger))
+            },
             makeTemplate: { descriptor in
                 let payload = try Payload(jsonText: descriptor.payload, format: .http2(pushType: descriptor.pushType))
                 return .http2(

@@ -1,0 +1,72 @@
+public import Foundation
+import PostgresNIO
+import PushFleetCore
+
+extension CampaignStore {
+    /// The notification with this id and what became of it at each device; nil when there is no
+    /// notification of that id (a campaign's id included).
+    ///
+    /// A device's outcome is its rejection when APNs refused it; otherwise it is accepted once its
+    /// position in its shard is below the shard's folded cursor (or the notification completed),
+    /// cancelled when the notification was cancelled first, and pending until then.
+    public func notificationReport(_ id: UUID) async throws -> NotificationReport? {
+        guard let record = try await self.campaign(id), record.kind == .notification else { return nil }
+        let operation = "read the outcomes of notification \(id)"
+        let endpoint = self.configuration.endpoint
+        return try await self.withConnection(operation) { connection -> NotificationReport? in
+            var audience: String? = nil
+            let head = try await connection.query("SELECT audience FROM campaigns WHERE campaign_id = \(id)", logger: self.logger)
+            for try await value in head.decode(String?.self) { audience = value }
+
+            var devices: [DeviceOutcome] = []
+            let shards = try await connection.query(
+                """
+                SELECT t.shard, t.tokens, s.cursor
+                FROM campaigns c
+                JOIN campaign_shard_tokens t ON t.campaign_id = c.campaign_id AND t.launch = c.launch
+                JOIN campaign_shards s ON s.campaign_id = c.campaign_id AND s.shard = t.shard
+                WHERE c.campaign_id = \(id)
+                ORDER BY t.shard
+                """,
+                logger: self.logger
+            )
+            for try await (shard, bytes, cursor) in shards.decode((Int, ByteBuffer, Int).self) {
+                guard let tokens = PackedShards.unpack(bytes) else {
+                    throw PostgresStoreError.queryFailed(
+                        endpoint, operation, "the stored bytes of shard \(shard) (\(bytes.readableBytes)) are not packed tokens"
+                    )
+                }
+                for (position, token) in tokens.enumerated() {
+                    let status: DeviceOutcome.Status =
+                        record.state == .completed || position < cursor ? .accepted : record.state == .cancelled ? .cancelled : .pending
+                    devices.append(DeviceOutcome(token: token, user: nil, status: status))
+                }
+            }
+
+            var index: [DeviceToken: Int] = [:]
+            for (offset, device) in devices.enumerated() { index[device.token] = offset }
+            let failures = try await connection.query(
+                "SELECT token, reason, apns_timestamp FROM token_failures WHERE campaign_id = \(id)", logger: self.logger
+            )
+            for try await (bytes, reason, timestamp) in failures.decode((ByteBuffer, String, Int64?).self) {
+                guard let offset = index[try DeviceToken(postgres: bytes)] else { continue }
+                devices[offset].status = .rejected
+                devices[offset].reason = reason
+                devices[offset].apnsTimestampMilliseconds = timestamp
+            }
+
+            let owners = try await connection.query(
+                """
+                SELECT d.token, d.user_id FROM device_tokens d
+                WHERE d.app_id = (SELECT app_id FROM apps WHERE topic = \(record.topic) AND environment = \(record.environment))
+                  AND d.token = ANY(\(devices.map(\.token.byteBuffer))) AND d.user_id IS NOT NULL
+                """,
+                logger: self.logger
+            )
+            for try await (bytes, user) in owners.decode((ByteBuffer, String).self) {
+                if let offset = index[try DeviceToken(postgres: bytes)] { devices[offset].user = user }
+            }
+            return NotificationReport(record: record, audience: audience, devices: devices)
+        }
+    }
+}

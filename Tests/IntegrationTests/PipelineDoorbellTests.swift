@@ -1,0 +1,220 @@
+import APNSMockServer
+import Foundation
+import NIOCore
+import PushFleetCore
+import PushFleetPostgres
+import PushFleetRedis
+import PushFleetTestSupport
+import Testing
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// The doorbell lane: a ring reaches every phone of everyone sharing the doorbell, once, while a
+/// big campaign keeps the same workers busy; APNs' verdicts on those phones reach the registry.
+/// In the pipeline suite, so its coordinator never leads while another pipeline test runs.
+extension PipelineTests {
+    /// Three users share a doorbell, two phones each. A 200,000-token campaign runs on the same
+    /// workers (one shard of each at a time per connection, as they claim); each ring is sent by
+    /// `pushfleet notify --group --wait` and must reach the six phones exactly once, accepted,
+    /// while the campaign is still running. The campaign is then cancelled and must reconcile.
+    @Test(arguments: ["http2", "binary"])
+    func aGroupRingReachesEverySharedPhoneOnceWhileACampaignRuns(_ protocol: String) async throws {
+        let fixture = try await PipelineFixture.start(count: 200_000)
+        defer { Task { await fixture.stop() } }
+        let household = Household(topic: fixture.topic)
+        try await fixture.withStore { store in try await household.register(in: store) }
+
+        let coordinator = try fixture.startCoordinator()
+        let workers = try (0..<2).map { _ in try fixture.startWorker(protocol: `protocol`) }
+        let campaign = try await fixture.launch(protocol: `protocol`)
+        _ = try await fixture.waitForStatus(campaign) { ($0["accepted"] as? Int ?? 0) > 0 }
+
+        let rings = 3
+        for ring in 1...rings {
+            let answer = try await fixture.notify(["--group", household.group, "--wait", "--json"], protocol: `protocol`)
+            #expect(answer.status == 0, "ring \(ring): \(answer.error)")
+            let report = try #require(try JSONSerialization.jsonObject(with: Data(answer.output.utf8)) as? [String: Any])
+            #expect(report["state"] as? String == "completed")
+            let devices = try #require(report["devices"] as? [[String: Any]])
+            #expect(Set(devices.compactMap { $0["token"] as? String }) == Set(household.phones.map(\.hexString)))
+            #expect(devices.allSatisfy { $0["status"] as? String == "accepted" }, "ring \(ring): \(devices)")
+            #expect(Set(devices.compactMap { $0["user"] as? String }) == Set(household.users))
+            for phone in household.phones {
+                #expect(fixture.mock.ledger.deliveries(of: phone) == ring, "ring \(ring) reached \(phone.hexString) \(fixture.mock.ledger.deliveries(of: phone)) times")
+            }
+        }
+        let during = try await fixture.status(campaign)
+        #expect(during["state"] as? String == "running", "the campaign ended before the rings; they proved nothing")
+        #expect((during["pending"] as? Int ?? 0) > 0)
+
+        let cancel = try await PushFleetProcess.run(["campaign", "cancel", campaign.uuidString] + fixture.stateArguments)
+        #expect(cancel.status == 0, "\(cancel.error)")
+        let status = try await fixture.waitForStatus(campaign) { $0["state"] as? String == "cancelled" && $0["pending"] as? Int == 0 }
+        let rejected = (status["rejected"] as? [String: Int] ?? [:]).values.reduce(0, +)
+        let (accepted, cancelled) = (try #require(status["accepted"] as? Int), try #require(status["cancelled"] as? Int))
+        #expect(accepted + rejected + cancelled == fixture.tokens.count)
+        // Every delivery of the campaign is counted once, re-sends aside.
+        let ledger = fixture.mock.ledger.snapshot()
+        let resent = try #require(status["resent"] as? Int)
+        #expect(ledger.accepted - rings * household.phones.count <= accepted + resent)
+        #expect(ledger.accepted - rings * household.phones.count >= accepted)
+
+        await stopAll(workers + [coordinator])
+    }
+
+    /// A phone APNs answers `410 Unregistered` (HTTP/2), or that the feedback service reports
+    /// (binary), is marked unregistered at APNs' time; the next ring leaves it out. Registered
+    /// again with a time before APNs' verdict it stays so; registered after it, it is revived and
+    /// rings again.
+    @Test(arguments: ["http2", "binary"])
+    func aPhoneAPNsDeclaredGoneIsRevivedOnlyByALaterRegistration(_ protocol: String) async throws {
+        let fixture = try await PipelineFixture.start(count: 100, invalidEvery: nil, unregisteredEvery: 2)
+        defer { Task { await fixture.stop() } }
+        // The simulator calls every other fixture token unregistered: the user's old phone is one.
+        let gone = try #require(fixture.unregistered.first)
+        let alive = try #require(fixture.tokens.first { !fixture.unregistered.contains($0) })
+        let registered = Date(timeIntervalSinceNow: -3_600)
+        try await fixture.withStore { store in
+            try await store.migrate()
+            for phone in [gone, alive] {
+                _ = try await store.registerDevice(
+                    DeviceRegistration(token: phone, topic: fixture.topic, environment: "production", user: "alice", registeredAt: registered)
+                )
+            }
+        }
+        let coordinator = try fixture.startCoordinator()
+        let worker = try fixture.startWorker(protocol: `protocol`)
+        let before = Date()
+        let first = try await fixture.notify(["--user", "alice", "--wait", "--json"], protocol: `protocol`)
+        let report = try #require(try JSONSerialization.jsonObject(with: Data(first.output.utf8)) as? [String: Any], "\(first.error)")
+        let devices = try #require(report["devices"] as? [[String: Any]])
+        let answers = Dictionary(uniqueKeysWithValues: devices.compactMap { d in (d["token"] as? String).map { ($0, d) } })
+        #expect(answers[alive.hexString]?["status"] as? String == "accepted")
+        if `protocol` == "http2" {
+            #expect(first.status == 4, "a rejected device makes `notify --wait` exit 4")
+            #expect(answers[gone.hexString]?["status"] as? String == "rejected")
+            #expect(answers[gone.hexString]?["reason"] as? String == "Unregistered")
+            #expect((answers[gone.hexString]?["apns_timestamp"] as? Int).map { $0 >= Int(before.timeIntervalSince1970 * 1000) - 1_000 } == true)
+        } else {
+            // The binary gateway accepts it and names it at the next poll of the feedback service.
+            #expect(first.status == 0, "\(first.error)")
+        }
+
+        try await fixture.withStore { store in
+            let start = ContinuousClock.now
+            while try await store.tokenStatus(gone, topic: fixture.topic, environment: "production") != .unregistered {
+                try #require(ContinuousClock.now - start < .seconds(60), "the registry never marked the phone unregistered")
+                try await Task.sleep(for: .milliseconds(200))
+            }
+        }
+        let second = try await fixture.notify(["--user", "alice", "--wait", "--json"], protocol: `protocol`)
+        #expect(second.status == 0, "\(second.error)")
+        let secondReport = try #require(try JSONSerialization.jsonObject(with: Data(second.output.utf8)) as? [String: Any])
+        #expect((secondReport["devices"] as? [[String: Any]])?.compactMap { $0["token"] as? String } == [alive.hexString])
+
+        try await fixture.withStore { store in
+            // APNs' verdict is dated about `before` (the simulator's clock when it answered).
+            let early = try await store.registerDevice(
+                DeviceRegistration(token: gone, topic: fixture.topic, environment: "production", user: "alice", registeredAt: before.addingTimeInterval(-60))
+            )
+            #expect(early.status == .unregistered)
+            let late = try await store.registerDevice(
+                DeviceRegistration(token: gone, topic: fixture.topic, environment: "production", user: "alice", registeredAt: Date())
+            )
+            #expect(late.status == .active)
+        }
+        let third = try await fixture.notify(["--user", "alice", "--wait", "--json"], protocol: `protocol`)
+        let thirdReport = try #require(try JSONSerialization.jsonObject(with: Data(third.output.utf8)) as? [String: Any], "\(third.error)")
+        #expect(Set((thirdReport["devices"] as? [[String: Any]])?.compactMap { $0["token"] as? String } ?? []) == [alive.hexString, gone.hexString])
+        await stopAll([worker, coordinator])
+    }
+}
+
+extension PipelineTests {
+    /// A ring's worker is SIGKILLed while the ring is in flight (the HTTP/2 simulator holds its
+    /// answers 3 s; the binary gateway reads 2 notifications a second). Another worker takes it
+    /// over when the lease runs out: every phone gets it, each outcome is counted once, and every
+    /// second delivery is counted as re-sent.
+    @Test(arguments: ["http2", "binary"])
+    func aRingWhoseWorkerIsKilledIsFinishedByAnotherAndCountedOnce(_ protocol: String) async throws {
+        let fixture = try await PipelineFixture.start(
+            count: 10, invalidEvery: nil, unregisteredEvery: nil, faults: .init(ratePerConnection: 2), http2Faults: .init(answerDelay: .seconds(3))
+        )
+        defer { Task { await fixture.stop() } }
+        let household = Household(topic: fixture.topic)
+        try await fixture.withStore { store in try await household.register(in: store) }
+        let coordinator = try fixture.startCoordinator()
+        let doomed = try fixture.startWorker(protocol: `protocol`)
+        // The lane's connection is open before the ring (HTTP/2), so the ring goes at once.
+        try await Task.sleep(for: .seconds(1))
+        let sent = try await fixture.notify(["--group", household.group], protocol: `protocol`)
+        let id = try #require(UUID(uuidString: sent.output.trimmingCharacters(in: .whitespacesAndNewlines)), "\(sent.error)")
+
+        let client = RedisClient(configuration: try RedisConfiguration(url: fixture.redisURL))
+        let queue = CampaignQueue(client: client)
+        let start = ContinuousClock.now
+        while try await queue.leaseCount(campaign: id) == 0 {
+            try #require(ContinuousClock.now - start < .seconds(60), "no worker claimed the ring")
+            try await Task.sleep(for: .milliseconds(20))
+        }
+        try await Task.sleep(for: .milliseconds(300))
+        doomed.signal(SIGKILL)
+        _ = await doomed.wait()
+        try? await client.shutdown()
+        let successor = try fixture.startWorker(protocol: `protocol`)
+
+        let report = try await fixture.withStore { store in
+            let start = ContinuousClock.now
+            while true {
+                let report = try #require(try await store.notificationReport(id))
+                if report.record.state == .completed { return report }
+                try #require(ContinuousClock.now - start < .seconds(120), "the ring never completed: \(report.record)")
+                try await Task.sleep(for: .milliseconds(200))
+            }
+        }
+        #expect(report.devices.map(\.status) == Array(repeating: .accepted, count: household.phones.count))
+        #expect(report.record.accepted == household.phones.count)
+        #expect(report.record.resent > 0, "the killed worker had nothing in flight; the takeover was not tested")
+        let deliveries = household.phones.map { fixture.mock.ledger.deliveries(of: $0) }
+        #expect(deliveries.allSatisfy { $0 >= 1 }, "\(deliveries)")
+        #expect(deliveries.reduce(0) { $0 + $1 - 1 } <= report.record.resent, "duplicates \(deliveries), resent \(report.record.resent)")
+        await stopAll([successor, coordinator])
+    }
+}
+
+/// Three users sharing one doorbell, two phones each, registered in the fixture's topic.
+struct Household {
+    let topic: String
+    let group: String
+    let users: [String]
+    let phones: [DeviceToken]
+
+    init(topic: String) {
+        let seed = UInt64.random(in: 1...UInt64.max)
+        self.topic = topic
+        self.group = "doorbell-\(String(seed, radix: 36))"
+        self.users = (1...3).map { "user-\($0)-\(String(seed, radix: 36))" }
+        self.phones = TestTokens.tokens(6, seed: seed)
+    }
+
+    func register(in store: CampaignStore) async throws {
+        try await store.migrate()
+        for (offset, phone) in self.phones.enumerated() {
+            _ = try await store.registerDevice(
+                DeviceRegistration(token: phone, topic: self.topic, environment: "production", user: self.users[offset / 2], platform: "ios", registeredAt: Date())
+            )
+        }
+        try await store.setGroupMembers(self.group, users: self.users)
+    }
+}
+
+extension PipelineFixture {
+    /// Runs `pushfleet notify` for the fixture's topic with a doorbell payload.
+    func notify(_ extra: [String], protocol: String) async throws -> (status: Int32, output: String, error: String) {
+        try await PushFleetProcess.run(
+            ["notify", "--topic", self.topic, "--protocol", `protocol`, "--payload", #"{"aps":{"alert":"Someone is at the door","sound":"default"}}"#]
+                + extra + self.stateArguments
+        )
+    }
+}
