@@ -25,6 +25,7 @@ let package = Package(
         .package(url: "https://github.com/apple/swift-metrics.git", from: "2.13.0"),
         .package(url: "https://github.com/swift-server/swift-prometheus.git", from: "2.4.1"),
         .package(url: "https://github.com/swift-server/swift-service-lifecycle.git", from: "2.13.0"),
+        .package(url: "https://github.com/hummingbird-project/hummingbird.git", from: "2.28.1"),
     ],
     targets: [
         // Domain values. No I/O, no dependencies.
@@ -98,6 +99,7 @@ let package = Package(
             dependencies: [
                 "PushFleetCore",
                 .product(name: "PostgresNIO", package: "postgres-nio"),
+                .product(name: "Crypto", package: "swift-crypto"),
                 .product(name: "Logging", package: "swift-log"),
             ],
             swiftSettings: strictSettings
@@ -128,6 +130,18 @@ let package = Package(
             ],
             swiftSettings: strictSettings
         ),
+        // `pushfleet api`: the HTTP API and the dashboard, on Hummingbird.
+        .target(
+            name: "PushFleetAPI",
+            dependencies: [
+                "PushFleetCore", "PushFleetRedis", "PushFleetPostgres", "PushFleetServices",
+                .product(name: "Hummingbird", package: "hummingbird"),
+                .product(name: "Crypto", package: "swift-crypto"),
+                .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "Logging", package: "swift-log"),
+            ],
+            swiftSettings: strictSettings
+        ),
         .target(
             name: "PushFleetTestSupport",
             dependencies: [
@@ -145,7 +159,7 @@ let package = Package(
             name: "PushFleetCLI",
             dependencies: [
                 "PushFleetCore", "APNSWire", "APNSTransport", "APNSMockServer", "PushFleetRedis", "PushFleetPostgres",
-                "PushFleetServices", "PushFleetObservability",
+                "PushFleetServices", "PushFleetObservability", "PushFleetAPI",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "Prometheus", package: "swift-prometheus"),
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
@@ -179,7 +193,7 @@ let package = Package(
             dependencies: [
                 "PushFleetCore", "APNSWire", "APNSTransport", "APNSMockServer", "PushFleetTestSupport",
                 "PushFleetRedis", "PushFleetPostgres", "PushFleetServices",
-                "PushFleetObservability",
+                "PushFleetObservability", "PushFleetAPI",
                 .product(name: "Prometheus", package: "swift-prometheus"),
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "NIOCore", package: "swift-nio"),

@@ -13,7 +13,8 @@ cd "$(dirname "${BASH_SOURCE[0]}")/.."
 # shellcheck source=lib/services.sh
 source scripts/lib/services.sh
 
-pf_install_missing
+# chromium: the dashboard is tested in a real headless browser.
+pf_install_missing chromium
 
 tmp="$(mktemp -d /tmp/pushfleet-test.XXXXXX)"
 # mktemp makes 0700; Postgres runs as another user and must reach tmp/pg.

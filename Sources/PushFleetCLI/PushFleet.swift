@@ -15,7 +15,7 @@ struct PushFleet: AsyncParsableCommand {
             holds the value. The command line wins.
             """,
         version: Self.version,
-        subcommands: [Launch.self, Notify.self, Worker.self, Coordinator.self, Status.self, Campaign.self, Tokens.self, MockAPNs.self, Send.self, Demo.self]
+        subcommands: [Launch.self, Notify.self, API.self, APIKeys.self, Worker.self, Coordinator.self, Status.self, Campaign.self, Tokens.self, MockAPNs.self, Send.self, Demo.self]
     )
 
     /// Every subcommand starts here: the parent watch first, then the environment's options,

@@ -1,6 +1,6 @@
 public import Foundation
 import PostgresNIO
-import PushFleetCore
+public import PushFleetCore
 
 extension CampaignStore {
     /// Writes a new campaign (state `pending`) and one `campaign_shards` row per entry of
@@ -61,16 +61,19 @@ extension CampaignStore {
         try await self.campaigns(in: states, order: "c.created_at, c.campaign_id", limit: nil)
     }
 
-    /// Up to `limit` campaigns in any of `states`, newest first.
-    public func recentCampaigns(in states: [CampaignState], limit: Int) async throws -> [CampaignRecord] {
-        try await self.campaigns(in: states, order: "c.created_at DESC, c.campaign_id", limit: limit)
+    /// Up to `limit` campaigns in any of `states`, newest first; of kind campaign only unless
+    /// `kinds` says otherwise (a doorbell's rings would bury them).
+    public func recentCampaigns(in states: [CampaignState], limit: Int, kinds: [CampaignKind] = [.campaign]) async throws -> [CampaignRecord] {
+        try await self.campaigns(in: states, order: "c.created_at DESC, c.campaign_id", limit: limit, kinds: kinds)
     }
 
-    private func campaigns(in states: [CampaignState], order: String, limit: Int?) async throws -> [CampaignRecord] {
+    private func campaigns(
+        in states: [CampaignState], order: String, limit: Int?, kinds: [CampaignKind] = CampaignKind.allCases
+    ) async throws -> [CampaignRecord] {
         try await self.withConnection("list campaigns") { connection in
             let rows = try await connection.query(
                 """
-                \(unescaped: Self.selectCampaigns) WHERE c.state = ANY(\(states.map(\.rawValue)))
+                \(unescaped: Self.selectCampaigns) WHERE c.state = ANY(\(states.map(\.rawValue))) AND c.kind = ANY(\(kinds.map(\.rawValue)))
                 ORDER BY \(unescaped: order) LIMIT \(limit.map(Int64.init) ?? Int64.max)
                 """,
                 logger: self.logger

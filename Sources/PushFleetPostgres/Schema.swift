@@ -15,13 +15,25 @@ enum Schema {
     static var migrations: [Migration] { [version1, version2, version3, version4, version5, version6, version7, version8, version9] }
 
     private static var version9: Migration {
-        Migration(version: 9, name: "notifications", statements: [
+        Migration(version: 9, name: "notifications, API keys", statements: [
             // A notification (a doorbell ring to a user's or a group's devices) is a campaign of
             // one shard, worked from its topic's notification lane. A constant default: adding the
             // column rewrites no row.
             "ALTER TABLE campaigns ADD COLUMN kind text NOT NULL DEFAULT 'campaign' CHECK (kind IN ('campaign', 'notification'))",
             // Whom it was sent to, as asked: "user:U", "group:G" or "tokens".
             "ALTER TABLE campaigns ADD COLUMN audience text",
+            // Keys of `pushfleet api`: a request shows `pf_<key_id>_<secret>`; only the secret's
+            // SHA-256 is kept. A key may act on its topics only.
+            """
+            CREATE TABLE api_keys (
+                key_id      text PRIMARY KEY,
+                secret_hash bytea NOT NULL CHECK (octet_length(secret_hash) = 32),
+                topics      text[] NOT NULL,
+                label       text,
+                created_at  timestamptz NOT NULL DEFAULT now(),
+                revoked_at  timestamptz
+            )
+            """,
         ])
     }
 

@@ -103,12 +103,12 @@ public struct Notifier: Sendable {
 }
 
 /// Tokens already in memory.
-struct ArrayTokenSource: TokenSource {
+public struct ArrayTokenSource: TokenSource {
     private var tokens: ArraySlice<DeviceToken>
 
-    init(_ tokens: [DeviceToken]) { self.tokens = tokens[...] }
+    public init(_ tokens: [DeviceToken]) { self.tokens = tokens[...] }
 
-    mutating func next(upTo maximum: Int) async throws -> [DeviceToken] {
+    public mutating func next(upTo maximum: Int) async throws -> [DeviceToken] {
         let batch = self.tokens.prefix(maximum)
         self.tokens = self.tokens.dropFirst(batch.count)
         return Array(batch)

@@ -73,7 +73,8 @@ public struct StatusReport: Sendable {
         return lines.joined(separator: "\n")
     }
 
-    static func quote(_ text: String) -> String {
+    /// `text` as a JSON string literal.
+    public static func quote(_ text: String) -> String {
         var out = "\""
         for scalar in text.unicodeScalars {
             switch scalar {
@@ -87,7 +88,8 @@ public struct StatusReport: Sendable {
         return out + "\""
     }
 
-    static func timestamp(_ date: Date) -> String {
+    /// `date` in ISO 8601, as every JSON object of PushFleet writes times.
+    public static func timestamp(_ date: Date) -> String {
         date.formatted(.iso8601)
     }
 }

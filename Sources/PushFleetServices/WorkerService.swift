@@ -53,10 +53,29 @@ public final class WorkerService: Sendable {
             if self.configuration.servesNotifications {
                 group.addTask { await self.runSlot(slots, work: .notifications, drain: drain, templates: TemplateCache()) }
             }
+            group.addTask {
+                await self.reportPresence(until: drain)
+                return SenderTotals()
+            }
             return await group.reduce(SenderTotals(), +)
         }
         self.logger.info("worker drained")
         return totals
+    }
+
+    /// Says in Redis that this worker is alive every 2 seconds (the dashboard counts them), and
+    /// that it is gone once drained.
+    private func reportPresence(until drain: DrainSignal) async {
+        let (worker, topic, environment) = (self.configuration.workerID, self.configuration.topic, self.configuration.environment)
+        while !drain.isTriggered {
+            do {
+                try await self.queue.reportAlive(worker: worker, topic: topic, environment: environment)
+            } catch {
+                self.logger.debug("cannot report this worker alive", metadata: ["error": "\(error)"])
+            }
+            await drain.sleep(for: .seconds(2))
+        }
+        try? await self.queue.reportGone(worker: worker, topic: topic, environment: environment)
     }
 
     /// What a slot serves: shards of its topic's campaigns, one campaign at a time, or the

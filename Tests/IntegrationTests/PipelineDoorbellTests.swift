@@ -30,11 +30,23 @@ extension PipelineTests {
         let campaign = try await fixture.launch(protocol: `protocol`)
         _ = try await fixture.waitForStatus(campaign) { ($0["accepted"] as? Int ?? 0) > 0 }
 
+        // The first ring by `pushfleet notify`, the others by `POST /v1/notify`.
+        let api = try await fixture.startAPI()
+        let bearer = try await fixture.withStore { store in try await store.createAPIKey(topics: [fixture.topic]).bearer }
         let rings = 3
         for ring in 1...rings {
-            let answer = try await fixture.notify(["--group", household.group, "--wait", "--json"], protocol: `protocol`)
-            #expect(answer.status == 0, "ring \(ring): \(answer.error)")
-            let report = try #require(try JSONSerialization.jsonObject(with: Data(answer.output.utf8)) as? [String: Any])
+            let report: [String: Any]
+            if ring == 1 {
+                let answer = try await fixture.notify(["--group", household.group, "--wait", "--json"], protocol: `protocol`)
+                #expect(answer.status == 0, "ring \(ring): \(answer.error)")
+                report = try #require(try JSONSerialization.jsonObject(with: Data(answer.output.utf8)) as? [String: Any])
+            } else {
+                let body = #"{"topic":"\#(fixture.topic)","group":"\#(household.group)","payload":{"aps":{"alert":"Ring \#(ring)"}}}"#
+                let taken = try await HTTPTestClient.request("POST", port: api.port, path: "/v1/notify", bearer: bearer, body: body)
+                #expect(taken.status == 202, "ring \(ring): \(taken.body)")
+                let href = try #require((try JSONSerialization.jsonObject(with: Data(taken.body.utf8)) as? [String: Any])?["href"] as? String)
+                report = try await fixture.waitForOutcomes(href, port: api.port, bearer: bearer)
+            }
             #expect(report["state"] as? String == "completed")
             let devices = try #require(report["devices"] as? [[String: Any]])
             #expect(Set(devices.compactMap { $0["token"] as? String }) == Set(household.phones.map(\.hexString)))
@@ -60,7 +72,7 @@ extension PipelineTests {
         #expect(ledger.accepted - rings * household.phones.count <= accepted + resent)
         #expect(ledger.accepted - rings * household.phones.count >= accepted)
 
-        await stopAll(workers + [coordinator])
+        await stopAll(workers + [coordinator, api.process])
     }
 
     /// A phone APNs answers `410 Unregistered` (HTTP/2), or that the feedback service reports
@@ -210,6 +222,31 @@ struct Household {
 }
 
 extension PipelineFixture {
+    /// Starts `pushfleet api` on a free port and waits until it answers.
+    func startAPI() async throws -> (process: PushFleetProcess, port: Int) {
+        let port = try FreePort.take()
+        let process = try self.spawn(["api", "--host", "127.0.0.1", "--port", "\(port)"] + self.stateArguments)
+        let start = ContinuousClock.now
+        while (try? await HTTPTestClient.request("GET", port: port, path: "/healthz"))?.status != 200 {
+            try #require(process.isRunning, "pushfleet api exited: \(process.standardError.suffix(2_000))")
+            try #require(ContinuousClock.now - start < .seconds(60), "pushfleet api never answered /healthz")
+            try await Task.sleep(for: .milliseconds(100))
+        }
+        return (process, port)
+    }
+
+    /// Reads `GET href` until the notification is finished, or two minutes passed.
+    func waitForOutcomes(_ href: String, port: Int, bearer: String) async throws -> [String: Any] {
+        let start = ContinuousClock.now
+        while true {
+            let answer = try await HTTPTestClient.request("GET", port: port, path: href, bearer: bearer)
+            let report = try #require(try JSONSerialization.jsonObject(with: Data(answer.body.utf8)) as? [String: Any], "\(answer.status) \(answer.body)")
+            let finished = ["completed", "cancelled", "failed"].contains(report["state"] as? String ?? "")
+            if finished || ContinuousClock.now - start > .seconds(120) { return report }
+            try await Task.sleep(for: .milliseconds(50))
+        }
+    }
+
     /// Runs `pushfleet notify` for the fixture's topic with a doorbell payload.
     func notify(_ extra: [String], protocol: String) async throws -> (status: Int32, output: String, error: String) {
         try await PushFleetProcess.run(

@@ -87,6 +87,11 @@ pf_deploy_python() {
 # Installs, with apt, whichever of our build/test dependencies are missing.
 pf_install_missing() {
     local missing=()
+    # Extra packages a script needs besides the services' own (by Debian name, checked with dpkg).
+    local extra
+    for extra in "$@"; do
+        pf_deb_installed "$extra" || missing+=("$extra")
+    done
 
     pf_deb_installed libhiredis-dev || missing+=(libhiredis-dev)
     # redis-cli comes from redis-tools, a dependency of redis-server.

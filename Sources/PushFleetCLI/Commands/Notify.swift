@@ -13,7 +13,8 @@ struct Notify: AsyncParsableCommand {
             environment, read when the command runs. Every worker of the topic serves notifications \
             before campaign work, over a connection it keeps open. Sending again with the same \
             --notification-id sends nothing more. With --wait, prints each device's outcome once \
-            every device has one (or --timeout passes) and exits 0 if all were accepted, 4 if not.
+            the notification is finished (or --timeout passes, exit 5) and exits 0 if all were \
+            accepted, 4 if not.
             """
     )
 
@@ -80,7 +81,9 @@ struct Notify: AsyncParsableCommand {
             let deadline = ContinuousClock.now + .seconds(self.timeout)
             while true {
                 let report = try await store.notificationReport(result.id)
-                if let report, !report.devices.contains(where: { $0.status == .pending }) { return (result, report) }
+                // Finished, not only without pending devices: the coordinator completes it in the
+                // round that folds its last outcome, just after writing them.
+                if let report, [.completed, .cancelled, .failed].contains(report.record.state) { return (result, report) }
                 if ContinuousClock.now >= deadline { return (result, report) }
                 try await Task.sleep(for: .milliseconds(100))
             }
@@ -100,7 +103,7 @@ struct Notify: AsyncParsableCommand {
                 print("\(device.token.hexString) \(device.status.rawValue)\(device.reason.map { " \($0)" } ?? "")\(owner)")
             }
         }
-        if report.devices.contains(where: { $0.status == .pending }) { throw ExitCode(5) }
+        if ![.completed, .cancelled, .failed].contains(report.record.state) { throw ExitCode(5) }
         if report.devices.contains(where: { $0.status != .accepted }) { throw ExitCode(4) }
     }
 }

@@ -1,0 +1,205 @@
+import Foundation
+import PushFleetCore
+import PushFleetPostgres
+import PushFleetTestSupport
+import Testing
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// `pushfleet api` as a process on the test Redis and Postgres: keys, refusals that change
+/// nothing, devices and groups, a notification taken and reported, and the OpenAPI document
+/// against the routes. Sending is the pipeline suite's (`PipelineDoorbellTests`).
+@Suite struct APITests {
+    /// A running `pushfleet api` and a store beside it.
+    struct Server {
+        let process: PushFleetProcess
+        let port: Int
+
+        static func start() async throws -> Server {
+            let port = try FreePort.take()
+            let process = try PushFleetProcess(
+                ["api", "--host", "127.0.0.1", "--port", "\(port)", "--redis", try IntegrationEnvironment.redisURL(),
+                 "--postgres", try IntegrationEnvironment.postgresURL()]
+            )
+            let start = ContinuousClock.now
+            while (try? await HTTPTestClient.request("GET", port: port, path: "/healthz"))?.status != 200 {
+                try #require(process.isRunning, "pushfleet api exited: \(process.standardError.suffix(2_000))")
+                try #require(ContinuousClock.now - start < .seconds(60), "pushfleet api never answered /healthz")
+                try await Task.sleep(for: .milliseconds(100))
+            }
+            return Server(process: process, port: port)
+        }
+
+        func call(_ method: String, _ path: String, key: String? = nil, body: String? = nil) async throws -> HTTPTestClient.Answer {
+            try await HTTPTestClient.request(method, port: self.port, path: path, bearer: key, body: body)
+        }
+
+        func stop() async {
+            self.process.signal(SIGTERM)
+            #expect(await self.process.wait() == 0, "pushfleet api did not exit cleanly: \(self.process.standardError.suffix(2_000))")
+        }
+    }
+
+    private static func notifyBody(id: UUID, topic: String, tokens: [DeviceToken], payload: String = #"{"aps":{"alert":"Ding dong"}}"#) -> String {
+        #"{"id":"\#(id.uuidString)","topic":"\#(topic)","tokens":[\#(tokens.map { "\"\($0.hexString)\"" }.joined(separator: ","))],"payload":\#(payload)}"#
+    }
+
+    @Test func requestsWithoutAValidKeyGet401AndChangeNothing() async throws {
+        let server = try await Server.start()
+        try await PostgresFixture.withStore { store in
+            let topic = PostgresFixture.topic("api-401")
+            let (key, bearer) = try await store.createAPIKey(topics: [topic])
+            let (_, revokedBearer) = try await store.createAPIKey(topics: [topic])
+            #expect(try await store.revokeAPIKey(String(revokedBearer.split(separator: "_")[1])))
+            let wrongSecret = bearer.dropLast(4) + "aaaa"
+            let id = UUID()
+            let token = PostgresFixture.tokens(1)[0]
+            for presented in [nil, "nonsense", "pf_\(key.id)_", String(wrongSecret), revokedBearer] {
+                let notify = try await server.call("POST", "/v1/notify", key: presented, body: Self.notifyBody(id: id, topic: topic, tokens: [token]))
+                #expect(notify.status == 401, "\(presented ?? "no key"): \(notify.body)")
+                #expect(notify.headers["www-authenticate"] == "Bearer")
+                let device = try await server.call("PUT", "/v1/devices/\(token.hexString)", key: presented, body: #"{"topic":"\#(topic)","user":"u"}"#)
+                #expect(device.status == 401)
+                #expect(try await server.call("GET", "/v1/campaigns/\(id.uuidString)", key: presented).status == 401)
+            }
+            #expect(try await store.campaign(id) == nil)
+            #expect(try await store.tokenStatus(token, topic: topic, environment: "production") == nil)
+        }
+        await server.stop()
+    }
+
+    @Test func aKeyOfAnotherTopicGets403AndChangesNothing() async throws {
+        let server = try await Server.start()
+        try await PostgresFixture.withStore { store in
+            let (mine, theirs) = (PostgresFixture.topic("api-mine"), PostgresFixture.topic("api-theirs"))
+            let (_, bearer) = try await store.createAPIKey(topics: [mine])
+            let token = PostgresFixture.tokens(1)[0]
+            let id = UUID()
+            let notify = try await server.call("POST", "/v1/notify", key: bearer, body: Self.notifyBody(id: id, topic: theirs, tokens: [token]))
+            #expect(notify.status == 403, "\(notify.body)")
+            #expect(notify.body.contains(theirs))
+            let campaign = try await server.call(
+                "POST", "/v1/campaigns", key: bearer,
+                body: #"{"id":"\#(id.uuidString)","topic":"\#(theirs)","tokens":["\#(token.hexString)"],"payload":{"aps":{"alert":"x"}}}"#
+            )
+            #expect(campaign.status == 403)
+            let device = try await server.call("PUT", "/v1/devices/\(token.hexString)", key: bearer, body: #"{"topic":"\#(theirs)","user":"u"}"#)
+            #expect(device.status == 403)
+            #expect(try await server.call("DELETE", "/v1/devices/\(token.hexString)?topic=\(theirs)", key: bearer).status == 403)
+            #expect(try await store.campaign(id) == nil)
+            #expect(try await store.tokenStatus(token, topic: theirs, environment: "production") == nil)
+
+            // Their campaign's progress is not for this key either.
+            let launched = PostgresFixture.campaign(topic: theirs)
+            #expect(try await store.createCampaign(launched))
+            #expect(try await server.call("GET", "/v1/campaigns/\(launched.id.uuidString)", key: bearer).status == 403)
+        }
+        await server.stop()
+    }
+
+    @Test func badInputGets400WithTheReasonAndChangesNothing() async throws {
+        let server = try await Server.start()
+        try await PostgresFixture.withStore { store in
+            let topic = PostgresFixture.topic("api-400")
+            let (_, bearer) = try await store.createAPIKey(topics: [topic])
+            let token = PostgresFixture.tokens(1)[0]
+            let id = UUID()
+            let alert = String(repeating: "a", count: 5_000)
+            let cases: [(body: String, reason: String)] = [
+                (#"{"id":"\#(id.uuidString)","topic":"\#(topic)","tokens":["\#(token.hexString)"],"payload":{"aps":{"alert":"x"}"#, "not JSON"),
+                (Self.notifyBody(id: id, topic: topic, tokens: [token], payload: #"{"aps":{"alert":"\#(alert)"}}"#), "4096"),
+                (#"{"id":"\#(id.uuidString)","topic":"\#(topic)","payload":{"aps":{"alert":"x"}}}"#, "exactly one of"),
+                (#"{"id":"\#(id.uuidString)","topic":"\#(topic)","tokens":["zz"],"payload":{"aps":{"alert":"x"}}}"#, "[0]: 'z' at column 1"),
+                (#"{"id":"\#(id.uuidString)","topic":"\#(topic)","tokens":["\#(token.hexString)"]}"#, "payload\\\" is missing"),
+                (#"{"id":"\#(id.uuidString)","topic":"\#(topic)","tokens":["\#(token.hexString)"],"payload":{"aps":{}},"priority":7}"#, "priority"),
+                (#"{"id":"\#(id.uuidString)","topic":"\#(topic)","user":"nobody-\#(id.uuidString)","payload":{"aps":{"alert":"x"}}}"#, "no active device"),
+            ]
+            for (body, reason) in cases {
+                let answer = try await server.call("POST", "/v1/notify", key: bearer, body: body)
+                #expect(answer.status == 400, "\(reason): \(answer.status) \(answer.body)")
+                #expect(answer.body.contains(reason), "\(answer.body) does not say \(reason)")
+            }
+            let campaign = try await server.call(
+                "POST", "/v1/campaigns", key: bearer, body: #"{"id":"\#(id.uuidString)","topic":"\#(topic)","tokens":[],"payload":{"aps":{"alert":"x"}}}"#
+            )
+            #expect(campaign.status == 400, "\(campaign.body)")
+            let device = try await server.call(
+                "PUT", "/v1/devices/\(token.hexString)", key: bearer, body: #"{"topic":"\#(topic)","user":"u","platform":"amiga"}"#
+            )
+            #expect(device.status == 400)
+            #expect(device.body.contains("amiga"))
+            #expect(try await store.campaign(id) == nil)
+            #expect(try await store.tokenStatus(token, topic: topic, environment: "production") == nil)
+        }
+        await server.stop()
+    }
+
+    /// Devices registered and a group set through the API; a ring to the group is taken (no
+    /// worker runs here: its devices stay pending) and reported per device with owners; a device
+    /// removed is gone.
+    @Test func devicesGroupsAndARingThroughTheAPI() async throws {
+        let server = try await Server.start()
+        try await PostgresFixture.withStore { store in
+            let topic = PostgresFixture.topic("api-ring")
+            let (_, bearer) = try await store.createAPIKey(topics: [topic], label: "doorbell backend")
+            let run = String(UInt64.random(in: 0...UInt64.max), radix: 36)
+            let (alice, bob, group) = ("alice-\(run)", "bob-\(run)", "door-\(run)")
+            let phones = PostgresFixture.tokens(3)
+            for (phone, user) in zip(phones, [alice, bob, bob]) {
+                let answer = try await server.call(
+                    "PUT", "/v1/devices/\(phone.hexString)", key: bearer, body: #"{"topic":"\#(topic)","user":"\#(user)","platform":"ios"}"#
+                )
+                #expect(answer.status == 200, "\(answer.body)")
+                #expect(answer.body.contains(#""status":"active""#))
+            }
+            let members = try await server.call("PUT", "/v1/groups/\(group)/members", key: bearer, body: #"{"users":["\#(bob)","\#(alice)"]}"#)
+            #expect(members.status == 200, "\(members.body)")
+            #expect(try await store.groupMembers(group) == [alice, bob].sorted())
+
+            let removed = try await server.call("DELETE", "/v1/devices/\(phones[2].hexString)?topic=\(topic)", key: bearer)
+            #expect(removed.status == 204)
+            #expect(try await server.call("DELETE", "/v1/devices/\(phones[2].hexString)?topic=\(topic)", key: bearer).status == 404)
+
+            let ring = try await server.call("POST", "/v1/notify", key: bearer, body: #"{"topic":"\#(topic)","group":"\#(group)","payload":{"aps":{"alert":"Ding dong"}}}"#)
+            #expect(ring.status == 202, "\(ring.body)")
+            let taken = try #require(try JSONSerialization.jsonObject(with: Data(ring.body.utf8)) as? [String: Any])
+            #expect(taken["devices"] as? Int == 2)
+            let href = try #require(taken["href"] as? String)
+            let report = try await server.call("GET", href, key: bearer)
+            #expect(report.status == 200)
+            let object = try #require(try JSONSerialization.jsonObject(with: Data(report.body.utf8)) as? [String: Any])
+            #expect(object["audience"] as? String == "group:\(group)")
+            let devices = try #require(object["devices"] as? [[String: Any]])
+            #expect(Set(devices.compactMap { $0["token"] as? String }) == Set(phones.prefix(2).map(\.hexString)))
+            #expect(Set(devices.compactMap { $0["user"] as? String }) == [alice, bob])
+            #expect(devices.allSatisfy { $0["status"] as? String == "pending" })
+            #expect(try await server.call("GET", "/v1/notifications/\(UUID().uuidString)", key: bearer).status == 404)
+            let campaignID = try #require((taken["id"] as? String).flatMap(UUID.init(uuidString:)))
+            #expect(try await store.campaign(campaignID)?.kind == .notification)
+        }
+        await server.stop()
+    }
+
+    /// Every operation the OpenAPI document describes is routed: without a key each `/v1` one
+    /// answers 401 (an unrouted one would be 404), and the open ones answer 200.
+    @Test func theOpenAPIDocumentDescribesRoutedOperations() async throws {
+        let server = try await Server.start()
+        let answer = try await server.call("GET", "/openapi.json")
+        #expect(answer.status == 200)
+        let document = try #require(try JSONSerialization.jsonObject(with: Data(answer.body.utf8)) as? [String: Any])
+        let paths = try #require(document["paths"] as? [String: [String: Any]])
+        #expect(Set(paths.keys) == [
+            "/v1/notify", "/v1/notifications/{id}", "/v1/devices/{token}", "/v1/groups/{id}/members", "/v1/campaigns",
+            "/v1/campaigns/{id}", "/healthz", "/openapi.json",
+        ])
+        for (path, operations) in paths {
+            let concrete = path.replacingOccurrences(of: "{id}", with: UUID().uuidString).replacingOccurrences(of: "{token}", with: String(repeating: "ab", count: 32))
+            for method in operations.keys {
+                let reply = try await server.call(method.uppercased(), concrete, body: method == "get" || method == "delete" ? nil : "{}")
+                #expect(reply.status == (path.hasPrefix("/v1/") ? 401 : 200), "\(method) \(path): \(reply.status)")
+            }
+        }
+        await server.stop()
+    }
+}
