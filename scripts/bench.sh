@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # scripts/bench.sh [--tokens N] [--workers W] [--connections C] [--protocol binary|http2] [--error-delay-ms D]
-#                  [--stale-percent P]
+#                  [--stale-percent P] [--doorbell]
 #
 # The whole system on this machine, everything local: Redis, Postgres, the simulator, a
 # coordinator and W workers as separate processes; one campaign of N tokens (default
@@ -11,6 +11,11 @@
 # notifications per second, worker CPU µs per notification, peak RSS per worker, resent and
 # retried, and the reconciliation: Postgres's counts and the ledger's lost and duplicate counts,
 # stale tokens counted as expected rejections. Not a test: it asserts nothing about speed.
+#
+# --doorbell measures the doorbell lane instead: `pushfleet demo --doorbell` (the simulator in
+# its process, the coordinator and W workers in theirs) runs the N-token campaign while a ring
+# goes every second by `POST /v1/notify` to a group of 3 users with 2 phones each, and prints the
+# rings' p50/p99 latency from the request to the simulator's acceptance of the sixth phone.
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
 # shellcheck source=lib/services.sh
@@ -24,6 +29,7 @@ connections=4
 protocol=binary
 error_delay_ms=500
 stale_percent=0
+doorbell=0
 while (($#)); do
     case "$1" in
         --tokens) tokens="$2"; shift 2 ;;
@@ -32,6 +38,7 @@ while (($#)); do
         --protocol) protocol="$2"; shift 2 ;;
         --error-delay-ms) error_delay_ms="$2"; shift 2 ;;
         --stale-percent) stale_percent="$2"; shift 2 ;;
+        --doorbell) doorbell=1; shift ;;
         *) echo "unknown option $1" >&2; exit 2 ;;
     esac
 done
@@ -50,6 +57,19 @@ peak_rss_kb() { awk '/VmHWM/ {print $2}' "/proc/$1/status"; }
 redis_memory() { redis-cli -p "$redis_port" info memory | awk -F: '/^used_memory:/ {print $2}' | tr -d '\r'; }
 
 echo "machine: $(nproc) cores, $(free -g | awk '/Mem:/ {print $2}') GiB, $(uname -m), $(date -u +%Y-%m-%dT%H:%MZ)"
+
+if ((doorbell)); then
+    half="$(awk -v p="$stale_percent" 'BEGIN { print p / 2 }')"
+    echo "run: doorbell rings during $tokens tokens ($stale_percent% stale), $workers workers x $connections connections, $protocol"
+    status=0
+    "$bin" demo --doorbell --tokens "$tokens" --protocol "$protocol" --workers "$workers" --connections "$connections" \
+        --invalid-percent "$half" --unregistered-percent "$half" --error-delay-ms "$error_delay_ms" --certs "$tmp/certs" \
+        --redis "$PUSHFLEET_REDIS_URL" --postgres "$PUSHFLEET_POSTGRES_URL" >"$tmp/demo.out" 2>"$tmp/demo.err" || status=$?
+    grep -E '^ring ' "$tmp/demo.err" | tail -n 3 || true
+    grep -E '^(reconciliation|doorbell|✔|✘)' "$tmp/demo.out" || true
+    ((status == 0)) || tail -n 20 "$tmp/demo.err" >&2
+    exit "$status"
+fi
 echo "run: $tokens tokens ($stale_percent% stale), $workers workers x $connections connections, $protocol, simulator error delay $error_delay_ms ms"
 
 head -c $((tokens * 32)) /dev/urandom | od -An -v -tx1 -w32 | tr -d ' ' >"$tmp/tokens.txt"

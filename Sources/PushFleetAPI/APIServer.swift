@@ -3,7 +3,8 @@ public import Logging
 public import PushFleetPostgres
 public import PushFleetRedis
 import Foundation
-import NIOCore
+public import NIOCore
+public import NIOPosix
 import PushFleetCore
 import PushFleetServices
 
@@ -49,12 +50,17 @@ public struct APIServer: Sendable {
         return router
     }
 
-    /// The server on `host:port`; `onRunning` hears the port it bound (for port 0).
-    public func application(host: String, port: Int, onRunning: @escaping @Sendable (Int) async -> Void = { _ in }) -> some ApplicationProtocol {
+    /// The server on `host:port`, on `group`'s event loops; `onRunning` hears the port it bound
+    /// (for port 0).
+    public func application(
+        host: String, port: Int, group: any EventLoopGroup = MultiThreadedEventLoopGroup.singleton,
+        onRunning: @escaping @Sendable (Int) async -> Void = { _ in }
+    ) -> some ApplicationProtocol {
         Application(
             router: self.router(),
             configuration: .init(address: .hostname(host, port: port), serverName: "pushfleet"),
             onServerRunning: { channel in await onRunning(channel.localAddress?.port ?? port) },
+            eventLoopGroupProvider: .shared(group),
             logger: self.logger
         )
     }

@@ -1,4 +1,5 @@
 import Foundation
+import PushFleetAPI
 import PushFleetCore
 import PushFleetPostgres
 import PushFleetTestSupport
@@ -23,7 +24,7 @@ import Glibc
                  "--postgres", try IntegrationEnvironment.postgresURL()]
             )
             let start = ContinuousClock.now
-            while (try? await HTTPTestClient.request("GET", port: port, path: "/healthz"))?.status != 200 {
+            while (try? await LoopbackHTTP.request("GET", port: port, path: "/healthz"))?.status != 200 {
                 try #require(process.isRunning, "pushfleet api exited: \(process.standardError.suffix(2_000))")
                 try #require(ContinuousClock.now - start < .seconds(60), "pushfleet api never answered /healthz")
                 try await Task.sleep(for: .milliseconds(100))
@@ -31,8 +32,8 @@ import Glibc
             return Server(process: process, port: port)
         }
 
-        func call(_ method: String, _ path: String, key: String? = nil, body: String? = nil) async throws -> HTTPTestClient.Answer {
-            try await HTTPTestClient.request(method, port: self.port, path: path, bearer: key, body: body)
+        func call(_ method: String, _ path: String, key: String? = nil, body: String? = nil) async throws -> LoopbackHTTP.Answer {
+            try await LoopbackHTTP.request(method, port: self.port, path: path, bearer: key, body: body)
         }
 
         func stop() async {

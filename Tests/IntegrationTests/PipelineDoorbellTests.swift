@@ -1,6 +1,7 @@
 import APNSMockServer
 import Foundation
 import NIOCore
+import PushFleetAPI
 import PushFleetCore
 import PushFleetPostgres
 import PushFleetRedis
@@ -42,7 +43,7 @@ extension PipelineTests {
                 report = try #require(try JSONSerialization.jsonObject(with: Data(answer.output.utf8)) as? [String: Any])
             } else {
                 let body = #"{"topic":"\#(fixture.topic)","group":"\#(household.group)","payload":{"aps":{"alert":"Ring \#(ring)"}}}"#
-                let taken = try await HTTPTestClient.request("POST", port: api.port, path: "/v1/notify", bearer: bearer, body: body)
+                let taken = try await LoopbackHTTP.request("POST", port: api.port, path: "/v1/notify", bearer: bearer, body: body)
                 #expect(taken.status == 202, "ring \(ring): \(taken.body)")
                 let href = try #require((try JSONSerialization.jsonObject(with: Data(taken.body.utf8)) as? [String: Any])?["href"] as? String)
                 report = try await fixture.waitForOutcomes(href, port: api.port, bearer: bearer)
@@ -227,7 +228,7 @@ extension PipelineFixture {
         let port = try FreePort.take()
         let process = try self.spawn(["api", "--host", "127.0.0.1", "--port", "\(port)"] + self.stateArguments)
         let start = ContinuousClock.now
-        while (try? await HTTPTestClient.request("GET", port: port, path: "/healthz"))?.status != 200 {
+        while (try? await LoopbackHTTP.request("GET", port: port, path: "/healthz"))?.status != 200 {
             try #require(process.isRunning, "pushfleet api exited: \(process.standardError.suffix(2_000))")
             try #require(ContinuousClock.now - start < .seconds(60), "pushfleet api never answered /healthz")
             try await Task.sleep(for: .milliseconds(100))
@@ -239,7 +240,7 @@ extension PipelineFixture {
     func waitForOutcomes(_ href: String, port: Int, bearer: String) async throws -> [String: Any] {
         let start = ContinuousClock.now
         while true {
-            let answer = try await HTTPTestClient.request("GET", port: port, path: href, bearer: bearer)
+            let answer = try await LoopbackHTTP.request("GET", port: port, path: href, bearer: bearer)
             let report = try #require(try JSONSerialization.jsonObject(with: Data(answer.body.utf8)) as? [String: Any], "\(answer.status) \(answer.body)")
             let finished = ["completed", "cancelled", "failed"].contains(report["state"] as? String ?? "")
             if finished || ContinuousClock.now - start > .seconds(120) { return report }

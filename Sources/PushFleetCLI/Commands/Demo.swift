@@ -47,6 +47,9 @@ struct Demo: AsyncParsableCommand {
     @Option(help: "Directory with the test PKI (scripts/make-test-certs.sh).")
     var certs: String
 
+    @Flag(help: "Also ring a doorbell every second while the campaign runs (3 users sharing it, 2 phones each, by POST /v1/notify) and print each ring's latency to APNs acceptance.")
+    var doorbell = false
+
     @OptionGroup var state: StateOptions
 
     func validate() throws {
@@ -109,8 +112,19 @@ struct Demo: AsyncParsableCommand {
         }
         print("launched    \(id.uuidString.lowercased()) in \(String(format: "%.1f", monotonicSeconds() - started)) s\n")
 
-        let (record, unregisteredMarked) = try await self.state.withStore(logger: makeLogger("pushfleet.demo", level: .warning)) { store in
+        let (record, unregisteredMarked, rings) = try await self.state.withState(logger: makeLogger("pushfleet.demo", level: .warning)) { queue, store in
             let bar = ProgressBar(total: self.tokens)
+            var doorbell: DemoDoorbell? = nil
+            var ringing: Task<Void, Never>? = nil
+            if self.doorbell {
+                let bell = try await DemoDoorbell.start(
+                    topic: topic, store: store, queue: queue, ledger: mock.ledger, logger: makeLogger("pushfleet.api", level: .warning)
+                )
+                ringing = bell.ringEverySecond { ring, milliseconds in
+                    bar.interrupt(String(format: "ring %d: 6 phones in %.1f ms", ring, milliseconds))
+                }
+                doorbell = bell
+            }
             var record = try await store.campaign(id)
             while let current = record, current.state != .completed {
                 let report = StatusReport(record: current)
@@ -119,6 +133,7 @@ struct Demo: AsyncParsableCommand {
                 try await Task.sleep(for: .milliseconds(250))
                 record = try await store.campaign(id)
             }
+            await doorbell?.stop(ringing)
             guard let final = record else { throw CLIError("campaign \(id) disappeared") }
             bar.draw(done: StatusReport(record: final).settled, detail: "completed")
             bar.finish()
@@ -129,11 +144,12 @@ struct Demo: AsyncParsableCommand {
                 if marked >= audience.unregistered.count { break }
                 try await Task.sleep(for: .milliseconds(500))
             }
-            return (final, marked)
+            return (final, marked, doorbell?.summary())
         }
         let seconds = monotonicSeconds() - started
         let report = Reconciliation(audience: audience, record: record, ledger: mock.ledger, unregisteredMarked: unregisteredMarked, seconds: seconds, http2: self.protocol == "http2")
         print(report.text)
-        if !report.isExact { throw ExitCode(1) }
+        if let rings { print(rings.text) }
+        if !report.isExact || rings?.exact == false { throw ExitCode(1) }
     }
 }

@@ -35,6 +35,11 @@ struct ProgressBar {
         }
     }
 
+    /// Writes a line of its own above the bar (the bar is drawn again at its next ``draw(done:detail:)``).
+    func interrupt(_ text: String) {
+        writeStandardError((self.interactive ? "\r\u{1B}[2K" : "") + text + "\n")
+    }
+
     /// Ends the bar's line on a terminal.
     func finish() {
         if self.interactive { writeStandardError("\n") }

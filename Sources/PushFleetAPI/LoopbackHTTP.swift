@@ -1,11 +1,11 @@
 import Foundation
-import NIOCore
-import NIOPosix
+public import NIOCore
+public import NIOPosix
 
 /// One HTTP/1.1 request over plain TCP to a loopback server, read until the server closes
-/// (`connection: close`): enough to drive `pushfleet api` from a test without an HTTP client
-/// library. Chunked bodies are decoded.
-public enum HTTPTestClient {
+/// (`connection: close`): enough for `pushfleet demo --doorbell` and the tests to drive
+/// `pushfleet api` without an HTTP client library. Chunked bodies are decoded.
+public enum LoopbackHTTP {
     public struct Answer: Sendable {
         public var status: Int
         /// Header names in lowercase.
@@ -14,14 +14,15 @@ public enum HTTPTestClient {
     }
 
     public static func request(
-        _ method: String, port: Int, path: String, bearer: String? = nil, body: String? = nil, host: String = "127.0.0.1"
+        _ method: String, port: Int, path: String, bearer: String? = nil, body: String? = nil, host: String = "127.0.0.1",
+        group: any EventLoopGroup = MultiThreadedEventLoopGroup.singleton
     ) async throws -> Answer {
         var head = "\(method) \(path) HTTP/1.1\r\nhost: \(host):\(port)\r\nconnection: close\r\n"
         if let bearer { head += "authorization: Bearer \(bearer)\r\n" }
         if let body { head += "content-type: application/json\r\ncontent-length: \(body.utf8.count)\r\n" }
         let bytes = Array((head + "\r\n" + (body ?? "")).utf8)
         let collector = Collector()
-        let channel = try await ClientBootstrap(group: MultiThreadedEventLoopGroup.singleton)
+        let channel = try await ClientBootstrap(group: group)
             .channelInitializer { channel in channel.eventLoop.makeCompletedFuture { try channel.pipeline.syncOperations.addHandler(collector) } }
             .connect(host: host, port: port)
             .get()
@@ -32,10 +33,10 @@ public enum HTTPTestClient {
 
     static func parse(_ raw: [UInt8]) throws -> Answer {
         let text = String(decoding: raw, as: UTF8.self)
-        guard let split = text.range(of: "\r\n\r\n") else { throw HTTPTestClientError(message: "no complete answer: \(text.prefix(200))") }
+        guard let split = text.range(of: "\r\n\r\n") else { throw LoopbackHTTPError(message: "no complete answer: \(text.prefix(200))") }
         let lines = text[..<split.lowerBound].components(separatedBy: "\r\n")
         let statusParts = lines.first?.split(separator: " ") ?? []
-        guard statusParts.count >= 2, let status = Int(statusParts[1]) else { throw HTTPTestClientError(message: "bad status line: \(lines.first ?? "")") }
+        guard statusParts.count >= 2, let status = Int(statusParts[1]) else { throw LoopbackHTTPError(message: "bad status line: \(lines.first ?? "")") }
         var headers: [String: String] = [:]
         for line in lines.dropFirst() {
             guard let colon = line.firstIndex(of: ":") else { continue }
@@ -67,7 +68,7 @@ public enum HTTPTestClient {
     }
 }
 
-public struct HTTPTestClientError: Error, CustomStringConvertible {
+public struct LoopbackHTTPError: Error, CustomStringConvertible {
     public var message: String
     public var description: String { self.message }
 }
