@@ -19,10 +19,12 @@ public struct APIServer: Sendable {
     public let queue: CampaignQueue
     public let logger: Logger
 
-    /// The largest request body of `/v1/notify` and the device and group calls.
-    static let smallBodyLimit = 256 * 1024
-    /// The largest `POST /v1/campaigns` body (a token list of about a million tokens).
-    static let campaignBodyLimit = 80 * 1024 * 1024
+    /// The largest request body of `/v1/notify` (10,000 tokens of 32 bytes in hex, and the
+    /// payload) and the device and group calls.
+    static let smallBodyLimit = 1024 * 1024
+    /// The largest `POST /v1/campaigns` body: some 200,000 tokens in hex. The body is parsed whole,
+    /// so larger audiences go through `pushfleet launch` or `from_registry`.
+    static let campaignBodyLimit = 16 * 1024 * 1024
 
     public init(store: CampaignStore, queue: CampaignQueue, logger: Logger) {
         self.store = store
@@ -38,7 +40,8 @@ public struct APIServer: Sendable {
         router.get("/") { _, _ in
             Response(status: .ok, headers: [.contentType: "text/html; charset=utf-8"], body: .init(byteBuffer: ByteBuffer(string: Dashboard.page)))
         }
-        router.get("/dashboard.json") { _, _ in Self.json(.ok, try await Dashboard.json(store: self.store, queue: self.queue)) }
+        let dashboard = Dashboard.Cache()
+        router.get("/dashboard.json") { _, _ in Self.json(.ok, try await dashboard.json(store: self.store, queue: self.queue)) }
         let v1 = router.group("v1")
         v1.post("notify") { request, context in try await self.notify(request, context) }
         v1.get("notifications/:id") { request, context in try await self.notification(request, context) }
@@ -89,7 +92,7 @@ public struct APIServer: Sendable {
                 )
             )
         } catch let error as LaunchError {
-            throw Self.badRequest(error.message)
+            throw error.isConflict ? HTTPError(.conflict, message: error.message) : Self.badRequest(error.message)
         }
         let id = result.id.uuidString.lowercased()
         return Self.json(
@@ -101,10 +104,10 @@ public struct APIServer: Sendable {
     private func notification(_ request: Request, _ context: BasicRequestContext) async throws -> Response {
         let key = try await self.authenticate(request)
         let id = try Self.uuid(context.parameters.get("id"))
-        guard let report = try await self.store.notificationReport(id) else {
-            throw HTTPError(.notFound, message: "no notification \(id.uuidString.lowercased())")
-        }
-        try Self.require(key, report.record.topic)
+        let notFound = HTTPError(.notFound, message: "no notification \(id.uuidString.lowercased())")
+        guard let record = try await self.store.campaign(id), record.kind == .notification else { throw notFound }
+        try Self.require(key, record.topic)
+        guard let report = try await self.store.notificationReport(id) else { throw notFound }
         return Self.json(.ok, NotificationJSON.render(report))
     }
 
@@ -152,7 +155,12 @@ public struct APIServer: Sendable {
     }
 
     private func putMembers(_ request: Request, _ context: BasicRequestContext) async throws -> Response {
-        _ = try await self.authenticate(request)
+        let key = try await self.authenticate(request)
+        // A group is shared by every app (its members' devices of each topic ring): only a key for
+        // every topic may change one.
+        guard key.allowsEveryTopic else {
+            throw HTTPError(.forbidden, message: "the API key \(key.id) is for some topics only; setting a group's members needs a key for every topic (--topic '*')")
+        }
         let group = context.parameters.get("id") ?? ""
         let body = try await Self.body(request, context, limit: Self.smallBodyLimit)
         guard case .array(let list)? = body["users"] else { throw Self.badRequest("\"users\" must be an array of user ids") }
@@ -191,7 +199,7 @@ public struct APIServer: Sendable {
                 throw Self.badRequest("give \"tokens\" (an array of hex strings) or \"from_registry\": true")
             }
         } catch let error as LaunchError {
-            throw Self.badRequest(error.message)
+            throw error.isConflict ? HTTPError(.conflict, message: error.message) : Self.badRequest(error.message)
         }
         let id = result.id.uuidString.lowercased()
         return Self.json(

@@ -2,6 +2,7 @@ import Foundation
 import PushFleetPostgres
 import PushFleetRedis
 import PushFleetServices
+import Synchronization
 
 /// The read-only dashboard at `/`: one static page whose small script reads `/dashboard.json`
 /// every second (`?refresh_ms=` changes it) and redraws: the latest campaigns with progress bars,
@@ -12,6 +13,19 @@ enum Dashboard {
     static let campaignLimit = 20
     /// A worker is alive if it said so within this window (it says so every 2 seconds).
     static let aliveWindow: Duration = .seconds(10)
+
+    /// The last answer, reused for a quarter of a second: however many pages are open, the
+    /// dashboard reads Postgres and Redis at most about four times a second.
+    final class Cache: Sendable {
+        private let last = Mutex<(at: ContinuousClock.Instant, json: String)?>(nil)
+
+        func json(store: CampaignStore, queue: CampaignQueue) async throws -> String {
+            if let last = self.last.withLock({ $0 }), ContinuousClock.now - last.at < .milliseconds(250) { return last.json }
+            let json = try await Dashboard.json(store: store, queue: queue)
+            self.last.withLock { $0 = (ContinuousClock.now, json) }
+            return json
+        }
+    }
 
     /// `/dashboard.json`: `{"generated_at", "campaigns": [status objects], "workers": [...]}`.
     static func json(store: CampaignStore, queue: CampaignQueue) async throws -> String {

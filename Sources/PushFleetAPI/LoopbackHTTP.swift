@@ -15,7 +15,7 @@ public enum LoopbackHTTP {
 
     public static func request(
         _ method: String, port: Int, path: String, bearer: String? = nil, body: String? = nil, host: String = "127.0.0.1",
-        group: any EventLoopGroup = MultiThreadedEventLoopGroup.singleton
+        group: any EventLoopGroup = MultiThreadedEventLoopGroup.singleton, timeout: TimeAmount = .seconds(30)
     ) async throws -> Answer {
         var head = "\(method) \(path) HTTP/1.1\r\nhost: \(host):\(port)\r\nconnection: close\r\n"
         if let bearer { head += "authorization: Bearer \(bearer)\r\n" }
@@ -26,6 +26,9 @@ public enum LoopbackHTTP {
             .channelInitializer { channel in channel.eventLoop.makeCompletedFuture { try channel.pipeline.syncOperations.addHandler(collector) } }
             .connect(host: host, port: port)
             .get()
+        // An answer that never ends closes the connection, and the request fails, after `timeout`.
+        let deadline = channel.eventLoop.scheduleTask(in: timeout) { channel.close(promise: nil) }
+        defer { deadline.cancel() }
         try await channel.writeAndFlush(ByteBuffer(bytes: bytes))
         try await channel.closeFuture.get()
         return try Self.parse(collector.received)

@@ -12,8 +12,12 @@ public struct APIKey: Sendable, Hashable {
     public var createdAt: Date
     public var revokedAt: Date?
 
-    /// Whether it may act on `topic`.
-    public func allows(_ topic: String) -> Bool { self.revokedAt == nil && self.topics.contains(topic) }
+    /// Whether it may act on `topic`: it names it, or `*` (every topic).
+    public func allows(_ topic: String) -> Bool { self.revokedAt == nil && (self.topics.contains(topic) || self.allowsEveryTopic) }
+
+    /// Whether it was made for every topic (`*`): only such a key may change what all apps share,
+    /// the groups.
+    public var allowsEveryTopic: Bool { self.revokedAt == nil && self.topics.contains("*") }
 }
 
 extension CampaignStore {

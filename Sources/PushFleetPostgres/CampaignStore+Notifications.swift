@@ -8,7 +8,7 @@ extension CampaignStore {
     ///
     /// A device's outcome is its rejection when APNs refused it; otherwise it is accepted once its
     /// position in its shard is below the shard's folded cursor (or the notification completed),
-    /// cancelled when the notification was cancelled first, and pending until then.
+    /// cancelled or failed when the notification ended so first, and pending until then.
     public func notificationReport(_ id: UUID) async throws -> NotificationReport? {
         guard let record = try await self.campaign(id), record.kind == .notification else { return nil }
         let operation = "read the outcomes of notification \(id)"
@@ -37,8 +37,13 @@ extension CampaignStore {
                     )
                 }
                 for (position, token) in tokens.enumerated() {
-                    let status: DeviceOutcome.Status =
-                        record.state == .completed || position < cursor ? .accepted : record.state == .cancelled ? .cancelled : .pending
+                    let status: DeviceOutcome.Status
+                    switch record.state {
+                    case _ where record.state == .completed || position < cursor: status = .accepted
+                    case .cancelled: status = .cancelled
+                    case .failed: status = .failed
+                    default: status = .pending
+                    }
                     devices.append(DeviceOutcome(token: token, user: nil, status: status))
                 }
             }
@@ -67,6 +72,32 @@ extension CampaignStore {
                 if let offset = index[try DeviceToken(postgres: bytes)] { devices[offset].user = user }
             }
             return NotificationReport(record: record, audience: audience, devices: devices)
+        }
+    }
+}
+
+extension CampaignStore {
+    /// Deletes notifications finished before `cutoff` with everything kept for them (shards,
+    /// stored tokens, token failures), at most `limit` per call; returns how many. Campaigns are
+    /// never deleted here.
+    public func pruneNotifications(finishedBefore cutoff: Date, limit: Int = 10_000) async throws -> Int {
+        try await self.withTransaction("prune notifications") { connection in
+            let rows = try await connection.query(
+                """
+                WITH doomed AS (
+                    SELECT campaign_id FROM campaigns
+                    WHERE kind = 'notification' AND finished_at < \(cutoff) AND queue_removed
+                    ORDER BY finished_at LIMIT \(limit)
+                ), tokens AS (
+                    DELETE FROM campaign_shard_tokens WHERE campaign_id IN (SELECT campaign_id FROM doomed)
+                )
+                DELETE FROM campaigns WHERE campaign_id IN (SELECT campaign_id FROM doomed) RETURNING 1
+                """,
+                logger: self.logger
+            )
+            var deleted = 0
+            for try await _ in rows { deleted += 1 }
+            return deleted
         }
     }
 }

@@ -13,6 +13,9 @@ public struct DeviceOutcome: Sendable, Hashable {
         case rejected
         /// Never sent: the notification was cancelled first.
         case cancelled
+        /// No outcome, and none will come: the notification failed (its shard was given up on
+        /// after repeated crashes of the workers holding it).
+        case failed
     }
 
     public var token: DeviceToken

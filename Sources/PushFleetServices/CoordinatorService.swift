@@ -46,7 +46,8 @@ public final class CoordinatorService: Sendable {
         public var feedback: [FeedbackSource]
         /// Time between two polls of each feedback service. Defaults to 60 seconds.
         public var feedbackInterval: Duration
-        /// Per-token failures (`token_failures`) older than this are deleted, every 10 minutes;
+        /// Per-token failures (`token_failures`) older than this are deleted, every 10 minutes, and
+        /// notifications (doorbell rings) finished longer ago, with their per-device records;
         /// `nil` keeps them forever. Campaign counts and the registry are not touched. Defaults to
         /// 30 days.
         public var tokenFailureRetention: Duration?
@@ -136,7 +137,7 @@ public final class CoordinatorService: Sendable {
                 }
                 if lastPrune.map({ ContinuousClock.now - $0 >= .seconds(600) }) ?? true {
                     lastPrune = .now
-                    await self.pruneTokenFailures()
+                    await self.pruneExpired()
                     await self.pruneShardTokens()
                 }
             } catch {
@@ -419,20 +420,29 @@ public final class CoordinatorService: Sendable {
         }
     }
 
-    /// Deletes token failures past their retention, in batches, so one round never holds a long lock.
-    private func pruneTokenFailures() async {
+    /// Deletes what is past the retention (`tokenFailureRetention`): token failures, and
+    /// notifications (doorbell rings) finished before it with their per-device records. In
+    /// batches of 10,000, so one round never holds a long lock.
+    private func pruneExpired() async {
         guard let retention = self.configuration.tokenFailureRetention else { return }
         let cutoff = Date(timeIntervalSinceNow: -Double(retention.components.seconds))
-        do {
-            var deleted = 0
-            while true {
-                let batch = try await self.store.pruneTokenFailures(observedBefore: cutoff)
-                deleted += batch
-                if batch < 10_000 { break }
+        let store = self.store
+        let kinds: [(String, @Sendable (Date) async throws -> Int)] = [
+            ("token failures", { try await store.pruneTokenFailures(observedBefore: $0) }),
+            ("notifications", { try await store.pruneNotifications(finishedBefore: $0) }),
+        ]
+        for (what, prune) in kinds {
+            do {
+                var deleted = 0
+                while true {
+                    let batch = try await prune(cutoff)
+                    deleted += batch
+                    if batch < 10_000 { break }
+                }
+                if deleted > 0 { self.logger.info("pruned \(what)", metadata: ["deleted": "\(deleted)", "before": "\(cutoff)"]) }
+            } catch {
+                self.logger.warning("cannot prune \(what)", metadata: ["error": "\(error)"])
             }
-            if deleted > 0 { self.logger.info("pruned token failures", metadata: ["deleted": "\(deleted)", "before": "\(cutoff)"]) }
-        } catch {
-            self.logger.warning("cannot prune token failures", metadata: ["error": "\(error)"])
         }
     }
 

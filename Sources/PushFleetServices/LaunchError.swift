@@ -1,10 +1,27 @@
 import Foundation
+import PushFleetCore
+import PushFleetPostgres
 
 /// Why a launch was refused. Messages that concern a token file are prefixed with its place by the
 /// token source; these are the launcher's own.
 public struct LaunchError: Error, CustomStringConvertible {
     public let message: String
+    /// The id is taken by something else (another kind, topic or environment): nothing was changed.
+    public var isConflict = false
     public var description: String { self.message }
+
+    init(message: String, isConflict: Bool = false) {
+        self.message = message
+        self.isConflict = isConflict
+    }
+
+    static func idInUse(_ id: UUID, by existing: CampaignRecord) -> Self {
+        Self(
+            message: "id \(id.uuidString.lowercased()) is taken by a \(existing.kind.rawValue) for \(existing.topic) (\(existing.environment)); "
+                + "nothing was sent: use another id",
+            isConflict: true
+        )
+    }
 
     static func wrongTokenSize(_ size: Int, required: Int) -> Self {
         Self(message: "a token is \(size) bytes (\(size * 2) hex digits); the binary protocol requires \(required) bytes (\(required * 2) hex digits)")

@@ -71,6 +71,9 @@ public struct Launcher: Sendable {
     public func launch(_ request: Request, tokens: inout some TokenSource) async throws -> Result {
         let id = request.id ?? UUID()
         let existing = try await self.store.campaign(id)
+        if let existing, existing.kind != request.kind || existing.topic != request.topic || existing.environment != request.environment {
+            throw LaunchError.idInUse(id, by: existing)
+        }
         let published = existing == nil ? false : try await self.queue.descriptor(campaign: id) != nil
         if let existing, existing.state != .pending || published {
             if existing.state == .pending {

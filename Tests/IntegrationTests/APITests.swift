@@ -154,7 +154,12 @@ import Glibc
                 #expect(answer.status == 200, "\(answer.body)")
                 #expect(answer.body.contains(#""status":"active""#))
             }
-            let members = try await server.call("PUT", "/v1/groups/\(group)/members", key: bearer, body: #"{"users":["\#(bob)","\#(alice)"]}"#)
+            // Groups are shared by every app: a key for some topics may not change one.
+            let refused = try await server.call("PUT", "/v1/groups/\(group)/members", key: bearer, body: #"{"users":["\#(bob)"]}"#)
+            #expect(refused.status == 403, "\(refused.body)")
+            #expect(try await store.groupMembers(group).isEmpty)
+            let (_, admin) = try await store.createAPIKey(topics: ["*"], label: "household service")
+            let members = try await server.call("PUT", "/v1/groups/\(group)/members", key: admin, body: #"{"users":["\#(bob)","\#(alice)"]}"#)
             #expect(members.status == 200, "\(members.body)")
             #expect(try await store.groupMembers(group) == [alice, bob].sorted())
 
@@ -178,6 +183,19 @@ import Glibc
             #expect(try await server.call("GET", "/v1/notifications/\(UUID().uuidString)", key: bearer).status == 404)
             let campaignID = try #require((taken["id"] as? String).flatMap(UUID.init(uuidString:)))
             #expect(try await store.campaign(campaignID)?.kind == .notification)
+
+            // The same id again sends nothing more; an id a campaign holds is refused.
+            let again = try await server.call(
+                "POST", "/v1/notify", key: bearer, body: #"{"id":"\#(campaignID.uuidString)","topic":"\#(topic)","group":"\#(group)","payload":{"aps":{"alert":"x"}}}"#
+            )
+            #expect(again.status == 200 && again.body.contains(#""created":false"#), "\(again.body)")
+            let launched = PostgresFixture.campaign(topic: topic)
+            #expect(try await store.createCampaign(launched))
+            let taken409 = try await server.call(
+                "POST", "/v1/notify", key: bearer, body: #"{"id":"\#(launched.id.uuidString)","topic":"\#(topic)","group":"\#(group)","payload":{"aps":{"alert":"x"}}}"#
+            )
+            #expect(taken409.status == 409, "\(taken409.body)")
+            #expect(try await store.campaign(launched.id)?.kind == .campaign)
         }
         await server.stop()
     }

@@ -1,3 +1,4 @@
+import Dispatch
 import Foundation
 import PushFleetCore
 import PushFleetPostgres
@@ -15,6 +16,13 @@ import Testing
         return try #require(candidates.first { FileManager.default.isExecutableFile(atPath: $0) }, "chromium is not installed: run the tests through scripts/test.sh")
     }
 
+    /// Postgres' own `psql`, from the server's installation.
+    static func psql() throws -> String {
+        let versions = (try? FileManager.default.contentsOfDirectory(atPath: "/usr/lib/postgresql")) ?? []
+        let candidates = versions.sorted().reversed().map { "/usr/lib/postgresql/\($0)/bin/psql" } + ["/usr/bin/psql"]
+        return try #require(candidates.first { FileManager.default.isExecutableFile(atPath: $0) }, "psql is not installed")
+    }
+
     /// The DOM after the page ran for `budget` ms of the browser's virtual time.
     static func dumpDOM(_ url: String, budget: Int) async throws -> String {
         let process = Process()
@@ -29,9 +37,16 @@ import Testing
         process.standardOutput = output
         process.standardError = FileHandle.nullDevice
         try process.run()
-        // Read while it runs: a DOM larger than the pipe's buffer would block it otherwise.
-        let data = await Task.detached { output.fileHandleForReading.readDataToEndOfFile() }.value
-        process.waitUntilExit()
+        // Read while it runs (a DOM larger than the pipe's buffer would block it otherwise), on a
+        // thread of Dispatch's: blocking the test pool's few threads would starve the tasks that
+        // the page is meant to watch.
+        let data: Data = await withCheckedContinuation { continuation in
+            DispatchQueue.global().async {
+                let data = output.fileHandleForReading.readDataToEndOfFile()
+                process.waitUntilExit()
+                continuation.resume(returning: data)
+            }
+        }
         try #require(process.terminationStatus == 0, "chromium exited with \(process.terminationStatus)")
         return String(decoding: data, as: UTF8.self)
     }
@@ -59,23 +74,27 @@ import Testing
             let worker = "dashboard-worker-\(UUID().uuidString.prefix(8))"
             try await queue.reportAlive(worker: worker, topic: topic, environment: "production")
 
-            // Counts rise as folds raise them, until the browser is done.
-            let folding = Task {
-                var round = 0
-                while !Task.isCancelled {
-                    round += 1
-                    _ = try await store.apply(
-                        ProgressUpdate(
-                            campaign: campaign.id, accepted: round * 500, rejected: ["BadDeviceToken": round], resent: 0, doneShards: 0,
-                            lastEventID: "\(round)-0", foldSequence: round
-                        )
-                    )
-                    try await Task.sleep(for: .milliseconds(50))
-                }
-            }
-            let dom = try await Self.dumpDOM("http://127.0.0.1:\(server.port)/?refresh_ms=200", budget: 6_000)
-            folding.cancel()
-            _ = await folding.result
+            // A first fold, then counts that rise as folds raise them until the browser is done:
+            // in a process of its own (psql in a loop), which no busy test thread can hold up.
+            #expect(
+                try await store.apply(
+                    ProgressUpdate(campaign: campaign.id, accepted: 500, rejected: ["BadDeviceToken": 1], resent: 0, doneShards: 0, lastEventID: "1-0")
+                )
+            )
+            let folding = Process()
+            folding.executableURL = URL(fileURLWithPath: "/bin/sh")
+            folding.arguments = [
+                "-c", #"while :; do "$0" -qX "$1" -c "UPDATE campaigns SET accepted = accepted + 500 WHERE campaign_id = '$2'" || exit 1; sleep 0.05; done"#,
+                try Self.psql(), try IntegrationEnvironment.postgresURL(), campaign.id.uuidString.lowercased(),
+            ]
+            folding.standardError = FileHandle.nullDevice
+            try folding.run()
+            // 300 readings in the browser's virtual time: in real time they span well over the
+            // server's quarter-second cache, so some of them see the counts move.
+            let dom = try await Self.dumpDOM("http://127.0.0.1:\(server.port)/?refresh_ms=100", budget: 30_000)
+            #expect(folding.isRunning, "the psql loop failed")
+            folding.terminate()
+            folding.waitUntilExit()
 
             let marker = "data-campaign=\"\(campaign.id.uuidString.lowercased())\""
             #expect(dom.contains(marker), "the campaign is not on the page: \(dom.prefix(3_000))")

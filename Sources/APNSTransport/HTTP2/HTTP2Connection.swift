@@ -27,6 +27,8 @@ final class HTTP2Connection {
     var madeProgress = false
     /// Any frame read or written.
     var lastActivity = NIODeadline.now()
+    /// When the connection became ready; nil before.
+    var readyAt: NIODeadline?
     var pingSentAt: NIODeadline?
     var timer: RepeatedTask?
 

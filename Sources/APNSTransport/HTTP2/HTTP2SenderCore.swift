@@ -280,6 +280,7 @@ final class HTTP2SenderCore {
         }
         connection.state = .ready(channel, handler)
         connection.lastActivity = .now()
+        connection.readyAt = connection.lastActivity
         self.statistics.connectionsOpened += 1
         self.metrics.connections.increment()
         let tick = TimeAmount.nanoseconds(
@@ -402,7 +403,12 @@ final class HTTP2SenderCore {
             self.logger.info("APNs connection closed with streams unanswered; sending them again", metadata: ["streams": "\(lost.count)"])
             self.queue.prepend(contentsOf: lost)
         }
-        if !connection.madeProgress {
+        // A connection kept open for work to come that served nothing and was closed after a
+        // while (an idle timeout, a GOAWAY) did not fail: reopening it must not wait a backoff
+        // that a notification arriving meanwhile would wait too.
+        let closedIdle = self.configuration.keepsConnectionsOpen && lost.isEmpty
+            && connection.readyAt.map { NIODeadline.now() - $0 >= .seconds(10) } == true
+        if !connection.madeProgress && !closedIdle {
             self.slotFailures[connection.slot] += 1
             if let error { self.logger.warning("APNs connection failed", metadata: ["error": "\(error)"]) }
         }

@@ -81,7 +81,7 @@ struct APIKeys: AsyncParsableCommand {
             abstract: "Create a key for some topics and print it (shown this once; only its hash is stored)."
         )
 
-        @Option(help: "A topic the key may act on; repeat for more.")
+        @Option(help: "A topic the key may act on; repeat for more. '*' is every topic, and only such a key may set a group's members (groups are shared by all apps).")
         var topic: [String] = []
 
         @Option(help: "A note for people: who or what uses the key.")

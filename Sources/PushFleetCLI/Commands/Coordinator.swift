@@ -26,7 +26,7 @@ struct Coordinator: AsyncParsableCommand {
     @Option(help: "Seconds between two polls of the feedback service.")
     var feedbackIntervalS: Int = 60
 
-    @Option(help: "Days per-token failures are kept (0 keeps them forever); campaign counts and the registry are not affected.")
+    @Option(help: "Days per-token failures, and finished notifications with their per-device outcomes, are kept (0 keeps them forever); campaign counts and the registry are not affected.")
     var tokenFailureRetentionDays: Int = 30
 
     @Option(help: "Seconds a campaign paused by an APNs outage (5xx, or 429 past the retries) waits before it is resumed; doubled for each further outage of the campaign, up to 600.")

@@ -25,6 +25,8 @@ final class DemoDoorbell: Sendable {
     private let server: Task<Void, any Error>
     private let services: ServiceGroup
     private let loop: any EventLoopGroup
+    private let key: String
+    private let store: CampaignStore
     private let latencies = Mutex<[Double]>([])
     private let stopping = Atomic<Bool>(false)
 
@@ -41,7 +43,7 @@ final class DemoDoorbell: Sendable {
         }
         let groupID = "front-door-\(run)"
         try await store.setGroupMembers(groupID, users: users)
-        let bearer = try await store.createAPIKey(topics: [topic], label: "pushfleet demo --doorbell").bearer
+        let (key, bearer) = try await store.createAPIKey(topics: [topic], label: "pushfleet demo --doorbell")
 
         let (ports, bound) = AsyncStream.makeStream(of: Int.self)
         // The simulator in this process keeps the shared event loops busy; the API and the ringer
@@ -56,13 +58,15 @@ final class DemoDoorbell: Sendable {
         let server = Task { try await group.run() }
         var iterator = ports.makeAsyncIterator()
         guard let port = await iterator.next() else { throw CLIError("the demo's API did not start") }
-        return DemoDoorbell(phones: phones, group: groupID, ledger: ledger, topic: topic, port: port, bearer: bearer, server: server, services: group, loop: loop)
+        return DemoDoorbell(phones: phones, group: groupID, ledger: ledger, topic: topic, port: port, bearer: bearer, server: server, services: group, loop: loop, key: key.id, store: store)
     }
 
     private init(
         phones: [DeviceToken], group: String, ledger: DeliveryLedger, topic: String, port: Int, bearer: String,
-        server: Task<Void, any Error>, services: ServiceGroup, loop: any EventLoopGroup
+        server: Task<Void, any Error>, services: ServiceGroup, loop: any EventLoopGroup, key: String, store: CampaignStore
     ) {
+        self.key = key
+        self.store = store
         self.services = services
         self.loop = loop
         self.phones = phones
@@ -125,12 +129,13 @@ final class DemoDoorbell: Sendable {
     }
 
     /// Lets the ring in flight finish (`ringing` is the task ``ringEverySecond(report:)`` gave),
-    /// then stops the API.
+    /// then stops the API and revokes the demo's key.
     func stop(_ ringing: Task<Void, Never>?) async {
         self.stopping.store(true, ordering: .relaxed)
         await ringing?.value
         await self.services.triggerGracefulShutdown()
         _ = await self.server.result
         try? await self.loop.shutdownGracefully()
+        _ = try? await self.store.revokeAPIKey(self.key)
     }
 }
