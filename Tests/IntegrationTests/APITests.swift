@@ -23,13 +23,18 @@ import Glibc
                 ["api", "--host", "127.0.0.1", "--port", "\(port)", "--redis", try IntegrationEnvironment.redisURL(),
                  "--postgres", try IntegrationEnvironment.postgresURL()]
             )
+            try await Self.waitUntilHealthy(process, port: port)
+            return Server(process: process, port: port)
+        }
+
+        /// Waits until `pushfleet api` answers `/healthz` on `port`; fails if it exits or takes a minute.
+        static func waitUntilHealthy(_ process: PushFleetProcess, port: Int) async throws {
             let start = ContinuousClock.now
             while (try? await LoopbackHTTP.request("GET", port: port, path: "/healthz"))?.status != 200 {
                 try #require(process.isRunning, "pushfleet api exited: \(process.standardError.suffix(2_000))")
                 try #require(ContinuousClock.now - start < .seconds(60), "pushfleet api never answered /healthz")
                 try await Task.sleep(for: .milliseconds(100))
             }
-            return Server(process: process, port: port)
         }
 
         func call(_ method: String, _ path: String, key: String? = nil, body: String? = nil) async throws -> LoopbackHTTP.Answer {

@@ -227,12 +227,7 @@ extension PipelineFixture {
     func startAPI() async throws -> (process: PushFleetProcess, port: Int) {
         let port = try FreePort.take()
         let process = try self.spawn(["api", "--host", "127.0.0.1", "--port", "\(port)"] + self.stateArguments)
-        let start = ContinuousClock.now
-        while (try? await LoopbackHTTP.request("GET", port: port, path: "/healthz"))?.status != 200 {
-            try #require(process.isRunning, "pushfleet api exited: \(process.standardError.suffix(2_000))")
-            try #require(ContinuousClock.now - start < .seconds(60), "pushfleet api never answered /healthz")
-            try await Task.sleep(for: .milliseconds(100))
-        }
+        try await APITests.Server.waitUntilHealthy(process, port: port)
         return (process, port)
     }
 

@@ -83,7 +83,7 @@ struct Notify: AsyncParsableCommand {
                 let report = try await store.notificationReport(result.id)
                 // Finished, not only without pending devices: the coordinator completes it in the
                 // round that folds its last outcome, just after writing them.
-                if let report, [.completed, .cancelled, .failed].contains(report.record.state) { return (result, report) }
+                if let report, report.record.state.isFinal { return (result, report) }
                 if ContinuousClock.now >= deadline { return (result, report) }
                 try await Task.sleep(for: .milliseconds(100))
             }
@@ -103,7 +103,7 @@ struct Notify: AsyncParsableCommand {
                 print("\(device.token.hexString) \(device.status.rawValue)\(device.reason.map { " \($0)" } ?? "")\(owner)")
             }
         }
-        if ![.completed, .cancelled, .failed].contains(report.record.state) { throw ExitCode(5) }
+        if !report.record.state.isFinal { throw ExitCode(5) }
         if report.devices.contains(where: { $0.status != .accepted }) { throw ExitCode(4) }
     }
 }

@@ -88,13 +88,16 @@ public struct DeliveryTransport: Sendable {
 
     /// The legacy binary protocol: one ``BinarySender`` (one connection) per slot.
     public static func binary(configuration: BinarySender.Configuration, group: any EventLoopGroup, logger: Logger) -> Self {
-        Self(
+        let makeChannel: @Sendable () throws -> any DeliveryChannel = {
+            BinaryChannel(sender: BinarySender(configuration: configuration, eventLoop: group.next(), logger: logger))
+        }
+        return Self(
             name: "binary",
             connectionsPerChannel: 1,
-            makeChannel: { BinaryChannel(sender: BinarySender(configuration: configuration, eventLoop: group.next(), logger: logger)) },
+            makeChannel: makeChannel,
             // The binary gateway drops idle connections without a word, so the lane's connects on
-            // its first notification, as a slot's does.
-            makeLaneChannel: { BinaryChannel(sender: BinarySender(configuration: configuration, eventLoop: group.next(), logger: logger)) },
+            // its first notification, as a slot's does: the same channel.
+            makeLaneChannel: makeChannel,
             makeTemplate: { descriptor in
                 .binary(
                     payload: try Payload(jsonText: descriptor.payload, format: .binaryFrame),
