@@ -83,16 +83,21 @@ import Testing
             )
             let folding = Process()
             folding.executableURL = URL(fileURLWithPath: "/bin/sh")
+            // The worker says it is alive as a worker does (a loaded run of chromium outlasts the
+            // 10-second window of one report).
             folding.arguments = [
-                "-c", #"while :; do "$0" -qX "$1" -c "UPDATE campaigns SET accepted = accepted + 500 WHERE campaign_id = '$2'" || exit 1; sleep 0.05; done"#,
+                "-c",
+                #"while :; do "$0" -qX "$1" -c "UPDATE campaigns SET accepted = accepted + 500 WHERE campaign_id = '$2'" || exit 1; "#
+                    + #"redis-cli -u "$3" ZADD pf:workers "$(date +%s%3N)" "$4" >/dev/null || exit 1; sleep 0.05; done"#,
                 try Self.psql(), try IntegrationEnvironment.postgresURL(), campaign.id.uuidString.lowercased(),
+                try IntegrationEnvironment.redisURL(), "\(worker)|\(topic)|production",
             ]
             folding.standardError = FileHandle.nullDevice
             try folding.run()
             // 300 readings in the browser's virtual time: in real time they span well over the
             // server's quarter-second cache, so some of them see the counts move.
             let dom = try await Self.dumpDOM("http://127.0.0.1:\(server.port)/?refresh_ms=100", budget: 30_000)
-            #expect(folding.isRunning, "the psql loop failed")
+            #expect(folding.isRunning, "the psql and redis-cli loop failed")
             folding.terminate()
             folding.waitUntilExit()
 
