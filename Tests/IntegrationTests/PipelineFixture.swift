@@ -36,13 +36,13 @@ struct PipelineFixture {
     static func start(
         count: Int, invalidEvery: Int? = 100, unregisteredEvery: Int? = 100,
         faults: MockAPNSConfiguration.BinaryFaults = .init(), http2Faults: MockAPNSConfiguration.HTTP2Faults = .init(),
-        maxConcurrentStreams: Int = 100
+        errorDelay: TimeAmount = .milliseconds(50), maxConcurrentStreams: Int = 100
     ) async throws -> PipelineFixture {
         let seed = UInt64.random(in: 1...UInt64.max)
         let tokens = TestTokens.tokens(count, seed: seed)
         let invalid = invalidEvery.map { k in Set(stride(from: k / 2, to: count, by: k).map { tokens[$0] }) } ?? []
         let unregistered = unregisteredEvery.map { k in Set(stride(from: k / 4, to: count, by: k).map { tokens[$0] }) } ?? []
-        let mock = try await BinaryFixture.start(invalidTokens: invalid, unregisteredTokens: unregistered, faults: faults, http2Faults: http2Faults,
+        let mock = try await BinaryFixture.start(invalidTokens: invalid, unregisteredTokens: unregistered, errorDelay: errorDelay, faults: faults, http2Faults: http2Faults,
             maxConcurrentStreams: maxConcurrentStreams
         )
         let file = NSTemporaryDirectory() + "pushfleet-audience-\(seed).txt"
