@@ -4,7 +4,7 @@ public import PushFleetCore
 
 extension CampaignStore {
     /// Writes a new campaign (state `pending`) and one `campaign_shards` row per entry of
-    /// `shardTokenCounts`, in one transaction.
+    /// `shardTokenCounts`, in one statement.
     /// - Returns: `false`, changing nothing, if a campaign with this id exists already (a re-run launch).
     /// - Throws: ``PostgresStoreError`` with code `invalidInput` when the shard counts do not add up to
     ///   `totalTokens`, or a count, the shard size or the environment is out of range.
@@ -18,32 +18,32 @@ extension CampaignStore {
                 "campaign \(campaign.id): its \(campaign.shardTokenCounts.count) shards hold \(sum) tokens, but the total is \(campaign.totalTokens)"
             )
         }
-        return try await self.withTransaction("create campaign \(campaign.id)") { connection in
+        // One statement (atomic by itself) writes the campaign and its shards: a notification's
+        // launch waits on every round trip.
+        return try await self.withConnection("create campaign \(campaign.id)") { connection in
             let app = try await self.appID(topic: campaign.topic, environment: campaign.environment, on: connection)
             let c = campaign
-            let inserted = try await connection.query(
+            let rows = try await connection.query(
                 """
-                INSERT INTO campaigns (campaign_id, app_id, payload, push_type, priority, expiration, collapse_id,
-                                       shard_size, shard_count, total_tokens, duplicates_dropped, kind, audience)
-                VALUES (\(c.id), \(app), \(ByteBuffer(bytes: c.payload)), \(c.pushType), \(c.priority), \(c.expiration),
-                        \(c.collapseID), \(c.shardSize), \(c.shardTokenCounts.count), \(c.totalTokens), \(c.duplicatesDropped),
-                        \(c.kind.rawValue), \(c.audience))
-                ON CONFLICT (campaign_id) DO NOTHING
-                RETURNING 1
+                WITH created AS (
+                    INSERT INTO campaigns (campaign_id, app_id, payload, push_type, priority, expiration, collapse_id,
+                                           shard_size, shard_count, total_tokens, duplicates_dropped, kind, audience)
+                    VALUES (\(c.id), \(app), \(ByteBuffer(bytes: c.payload)), \(c.pushType), \(c.priority), \(c.expiration),
+                            \(c.collapseID), \(c.shardSize), \(c.shardTokenCounts.count), \(c.totalTokens), \(c.duplicatesDropped),
+                            \(c.kind.rawValue), \(c.audience))
+                    ON CONFLICT (campaign_id) DO NOTHING
+                    RETURNING campaign_id
+                ), shards AS (
+                    INSERT INTO campaign_shards (campaign_id, shard, token_count)
+                    SELECT created.campaign_id, s.ordinality - 1, s.count
+                    FROM created, unnest(\(c.shardTokenCounts)) WITH ORDINALITY AS s(count, ordinality)
+                )
+                SELECT count(*) FROM created
                 """,
                 logger: self.logger
             )
-            var created = false
-            for try await _ in inserted { created = true }
-            guard created else { return false }
-            try await connection.query(
-                """
-                INSERT INTO campaign_shards (campaign_id, shard, token_count)
-                SELECT \(c.id), s.ordinality - 1, s.count FROM unnest(\(c.shardTokenCounts)) WITH ORDINALITY AS s(count, ordinality)
-                """,
-                logger: self.logger
-            )
-            return true
+            for try await count in rows.decode(Int64.self) { return count == 1 }
+            return false
         }
     }
 

@@ -70,7 +70,8 @@ public struct Launcher: Sendable {
 
     public func launch(_ request: Request, tokens: inout some TokenSource) async throws -> Result {
         let id = request.id ?? UUID()
-        let existing = try await self.store.campaign(id)
+        // An id made here is new: only a given one can name a campaign that exists.
+        let existing = request.id == nil ? nil : try await self.store.campaign(id)
         if let existing, existing.kind != request.kind || existing.topic != request.topic || existing.environment != request.environment {
             throw LaunchError.idInUse(id, by: existing)
         }

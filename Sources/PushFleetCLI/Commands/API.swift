@@ -55,6 +55,11 @@ struct API: AsyncParsableCommand {
         let serving = DrainingService("api") { _ in
             try await state.withState(logger: logger) { queue, store in
                 started.set(store)
+                // Opens a pooled Postgres connection now, not in the first request's time (a
+                // doorbell's first ring); in the background, as the pool waits for a Postgres that
+                // is down.
+                let warming = Task { try? await store.ping() }
+                defer { warming.cancel() }
                 let server = APIServer(store: store, queue: queue, logger: logger)
                 // The server hears the group's graceful shutdown itself: it stops accepting, and
                 // finishes the requests it has.
