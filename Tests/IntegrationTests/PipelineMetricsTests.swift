@@ -1,6 +1,7 @@
 import Foundation
 import PushFleetPostgres
 import PushFleetRedis
+import PushFleetAPI
 import PushFleetTestSupport
 import Testing
 #if canImport(Glibc)

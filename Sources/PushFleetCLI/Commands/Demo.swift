@@ -117,9 +117,9 @@ struct Demo: AsyncParsableCommand {
             var doorbell: DemoDoorbell? = nil
             var ringing: Task<Void, Never>? = nil
             if self.doorbell {
-                let bell = try await DemoDoorbell.start(
-                    topic: topic, store: store, queue: queue, ledger: mock.ledger, logger: makeLogger("pushfleet.api", level: .warning)
-                )
+                let bell = try await DemoDoorbell.start(topic: topic, store: store, ledger: mock.ledger) { arguments in
+                    try fleet.start(arguments + stateArguments)
+                }
                 ringing = bell.ringEverySecond { ring, milliseconds in
                     bar.interrupt(String(format: "ring %d: 6 phones in %.1f ms", ring, milliseconds))
                 }
