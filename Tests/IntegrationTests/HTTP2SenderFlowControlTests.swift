@@ -1,6 +1,7 @@
 import APNSMockServer
 import APNSTransport
 import APNSWire
+import NIOCore
 import PushFleetCore
 import PushFleetTestSupport
 import Testing
@@ -24,7 +25,12 @@ import Testing
             invalidTokens: invalid, unregisteredTokens: unregistered, connectionWindow: gatewayWindow
         )
         defer { Task { await gateway.stop() } }
-        var configuration = try HTTP2SenderFixture.configuration(port: gateway.port, certificate: true, maximumQueued: count)
+        // A flow-control stall lasts until the request timeout, however long it is; 60 s rather than
+        // the default 10 keeps a loaded debug run (other suites beside it, as in CI) from taking
+        // slow answers for a stall, as one full local run did.
+        var configuration = try HTTP2SenderFixture.configuration(
+            port: gateway.port, certificate: true, maximumQueued: count, requestTimeout: .seconds(60)
+        )
         configuration.connectionWindow = clientWindow
         let (outcomes, statistics) = try await HTTP2SenderFixture.run(notifications, with: configuration)
 
