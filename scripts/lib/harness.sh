@@ -3,9 +3,10 @@
 # release build, Redis, Postgres, test certificates and the simulator, all stopped on exit.
 # Source after scripts/lib/services.sh.
 
-# pf_harness_start NAME: installs what is missing, makes $tmp (/tmp/pushfleet-NAME.*), sets $bin,
-# and starts Redis, Postgres and the test certificates. Processes added to $pids are stopped, and
-# everything removed, when the script exits (pf_harness_stop).
+# pf_harness_start NAME [--no-services]: installs what is missing, makes $tmp
+# (/tmp/pushfleet-NAME.*), sets $bin, makes the test certificates and starts Redis and Postgres
+# (not with --no-services). Processes added to $pids are stopped, and everything removed, when the
+# script exits (pf_harness_stop).
 # PUSHFLEET_BIN runs an already built pushfleet binary instead of building one; PUSHFLEET_BUILD_PATH
 # picks another build folder (e.g. .build-release, to build beside a test run).
 pf_harness_start() {
@@ -21,10 +22,15 @@ pf_harness_start() {
         swift build -c release --product pushfleet --scratch-path "$build_path" >&2
         bin="$PWD/$build_path/release/pushfleet"
     fi
-    pf_start_redis "$tmp/redis"
-    pf_start_postgres "$tmp/pg"
+    if [[ "${2:-}" != --no-services ]]; then
+        pf_start_redis "$tmp/redis"
+        pf_start_postgres "$tmp/pg"
+    fi
     bash scripts/make-test-certs.sh "$tmp/certs" >/dev/null
 }
+
+# pf_make_tokens N: N random 32-byte tokens in hex, one per line.
+pf_make_tokens() { head -c $(($1 * 32)) /dev/urandom | od -An -v -tx1 -w32 | tr -d ' '; }
 
 # shellcheck disable=SC2317 # reached through the trap
 pf_harness_stop() {

@@ -9,12 +9,16 @@ import PushFleetCore
 /// (a doorbell that must reach every phone of a household, now) and the sender benchmark.
 struct Send: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
-        abstract: "Send one notification to every token of a file, directly over the binary protocol.",
+        abstract: "Send one notification to every token of a file, directly over the binary protocol or HTTP/2.",
         discussion: """
             Rejected tokens are printed on standard output as "TOKEN<TAB>REASON"; a summary goes to \
-            standard error (or, with --json, one JSON object to standard output instead).
+            standard error (or, with --json, one JSON object to standard output instead). Over HTTP/2 \
+            give --topic, and either --auth-key with --key-id and --team-id, or a client certificate.
             """
     )
+
+    @Option(help: "binary (the legacy protocol) or http2 (the provider API).")
+    var `protocol`: String = "binary"
 
     @Option(help: "Token file, one hex token per line ('-' for standard input).")
     var tokens: String
@@ -28,8 +32,17 @@ struct Send: AsyncParsableCommand {
     @Option(help: "Gateway HOST:PORT, e.g. a mock-apns.")
     var endpoint: String?
 
+    @Option(help: "The app's bundle id (apns-topic); HTTP/2 only.")
+    var topic: String?
+
+    @Option(help: "apns-push-type; HTTP/2 only.")
+    var pushType: String = "alert"
+
     @Option(help: "Connections to open at once.")
     var connections: Int = 1
+
+    @Option(help: "Seconds to wait for every answer; HTTP/2 only (its sender keeps reconnecting to an APNs that is down).")
+    var timeoutS: Int = 300
 
     @Option(help: "10 (now) or 5 (power-conserving).")
     var priority: UInt8 = 10
@@ -47,14 +60,82 @@ struct Send: AsyncParsableCommand {
     var json = false
 
     @OptionGroup var tls: TLSOptions
+    @OptionGroup var providerToken: ProviderTokenOptions
 
     func validate() throws {
+        try self.providerToken.validate(protocol: self.protocol, tls: self.tls)
+        if self.protocol == "http2" {
+            guard let topic = self.topic, !topic.isEmpty else { throw ValidationError("HTTP/2 needs --topic (the app's bundle id)") }
+            guard self.timeoutS > 0 else { throw ValidationError("--timeout-s is at least 1") }
+        } else {
+            guard self.topic == nil else { throw ValidationError("the binary protocol has no --topic: the certificate names the app") }
+        }
         guard ["production", "sandbox"].contains(self.environment) else { throw ValidationError("--environment is production or sandbox") }
         guard self.priority == 10 || self.priority == 5 else { throw ValidationError("--priority is 10 or 5") }
         guard (1...64).contains(self.connections) else { throw ValidationError("--connections is between 1 and 64") }
     }
 
+    /// What a run gives the summary, whichever the protocol.
+    private struct Outcome {
+        var accepted: Int
+        var rejected: [String: Int]
+        var rejectedTokens: [(DeviceToken, String)]
+        var unsettled: Int
+        /// The protocol's own counters, in summary order.
+        var counters: [(String, String)]
+    }
+
     func run() async throws {
+        let reader = try TokenFileReader(path: self.tokens)
+        var readError: (any Error)? = nil
+        var count = 0
+        // The whole file is checked as it streams; a bad line stops the run with its location.
+        let next = { () -> [DeviceToken] in
+            do {
+                let batch = try reader.read(upTo: 1_000)
+                if self.protocol == "binary" {
+                    for token in batch where token.count != DeviceToken.binaryProtocolByteCount {
+                        throw CLIError("\(reader.path):\(reader.lineNumber): \(DeviceTokenError.wrongSize(byteCount: token.count, required: 32, protocolName: "binary protocol"))")
+                    }
+                }
+                count += batch.count
+                return batch
+            } catch {
+                readError = error
+                return []
+            }
+        }
+        let started = monotonicSeconds()
+        let cpuBefore = ProcessUsage.now()
+        let (endpoint, outcome) = self.protocol == "binary" ? try await self.sendBinary(next) : try await self.sendHTTP2(next)
+        let seconds = monotonicSeconds() - started
+        let usage = ProcessUsage.now()
+        if let readError { throw readError }
+
+        for (token, reason) in outcome.rejectedTokens { print("\(token)\t\(reason)") }
+        let cpu = usage.cpuSeconds - cpuBefore.cpuSeconds
+        let summary: [(String, String)] = [
+            ("notifications", "\(count)"),
+            ("accepted", "\(outcome.accepted)"),
+            ("rejected", "{" + outcome.rejected.sorted { $0.key < $1.key }.map { "\"\($0.key)\":\($0.value)" }.joined(separator: ",") + "}"),
+            ("unsettled", "\(outcome.unsettled)"),
+            ("seconds", String(format: "%.3f", seconds)),
+            ("per_second", String(format: "%.0f", Double(count) / max(seconds, 1e-9))),
+            ("cpu_seconds", String(format: "%.3f", cpu)),
+            ("cpu_us_per_notification", String(format: "%.2f", count > 0 ? cpu * 1e6 / Double(count) : 0)),
+            ("max_rss_mb", String(format: "%.1f", Double(usage.maxResidentBytes) / 1_048_576)),
+        ] + outcome.counters
+        if self.json {
+            print("{" + summary.map { "\"\($0.0)\":\($0.1)" }.joined(separator: ",") + "}")
+        } else {
+            FileHandle.standardError.write(Data((summary.map { "\($0.0): \($0.1)" }.joined(separator: "\n") + "\n").utf8))
+        }
+        if outcome.unsettled > 0 {
+            throw CLIError("\(outcome.unsettled) notifications could not be settled with \(endpoint)")
+        }
+    }
+
+    private func sendBinary(_ next: () throws -> [DeviceToken]) async throws -> (Endpoint, Outcome) {
         let payload = try PayloadOption.load(self.payload, format: .binaryFrame)
         let endpoint = try self.endpoint.map { try Endpoint(parsing: $0, option: "--endpoint") }
             ?? Endpoint(host: self.environment == "sandbox" ? "gateway.sandbox.push.apple.com" : "gateway.push.apple.com", port: 2195)
@@ -65,60 +146,48 @@ struct Send: AsyncParsableCommand {
             confirmEvery: self.confirmEvery,
             confirmationTimeout: .milliseconds(Int64(self.confirmationTimeoutMs))
         )
-        let reader = try TokenFileReader(path: self.tokens)
-        var readError: (any Error)? = nil
         let delivery = BinaryDelivery(configuration: configuration, connections: self.connections, payload: payload, priority: self.priority, expiration: self.expiration)
+        let result = try await delivery.run(next: next, progress: { _ in })
+        return (endpoint, Outcome(
+            accepted: result.accepted, rejected: result.rejected, rejectedTokens: result.rejectedTokens.map { ($0.0, $0.1.name) },
+            unsettled: result.unsettled,
+            counters: [
+                ("connections_opened", "\(result.statistics.connectionsOpened)"),
+                ("frames_written", "\(result.statistics.framesWritten)"),
+                ("frames_written_in_vain", "\(result.statistics.framesResent)"),
+                ("sentinels", "\(result.statistics.sentinels)"),
+                ("silent_closes", "\(result.statistics.silentCloses)"),
+                ("connect_failures", "\(result.statistics.connectFailures)"),
+            ]
+        ))
+    }
 
-        let started = monotonicSeconds()
-        let cpuBefore = ProcessUsage.now()
-        var count = 0
-        let result = try await delivery.run(
-            next: {
-                // The whole file is checked as it streams; a bad line stops the run with its location.
-                do {
-                    let batch = try reader.read(upTo: 1_000)
-                    for token in batch where token.count != DeviceToken.binaryProtocolByteCount {
-                        throw CLIError("\(reader.path):\(reader.lineNumber): \(DeviceTokenError.wrongSize(byteCount: token.count, required: 32, protocolName: "binary protocol"))")
-                    }
-                    count += batch.count
-                    return batch
-                } catch {
-                    readError = error
-                    return []
-                }
-            },
-            progress: { _ in }
+    private func sendHTTP2(_ next: () throws -> [DeviceToken]) async throws -> (Endpoint, Outcome) {
+        let payload = try PayloadOption.load(self.payload, format: .http2(pushType: self.pushType))
+        let endpoint = try self.endpoint.map { try Endpoint(parsing: $0, option: "--endpoint") }
+            ?? Endpoint(host: self.environment == "sandbox" ? "api.sandbox.push.apple.com" : "api.push.apple.com", port: 443)
+        let (tls, authentication) = try self.providerToken.http2Credentials(tls: self.tls)
+        let configuration = HTTP2Sender.Configuration(
+            host: endpoint.host, port: endpoint.port, tls: tls, authentication: authentication, connections: self.connections,
+            connectionSpacing: .zero
         )
-        let seconds = monotonicSeconds() - started
-        let usage = ProcessUsage.now()
-        if let readError { throw readError }
-
-        for (token, status) in result.rejectedTokens { print("\(token)\t\(status.name)") }
-        let cpu = usage.cpuSeconds - cpuBefore.cpuSeconds
-        let summary: [(String, String)] = [
-            ("notifications", "\(count)"),
-            ("accepted", "\(result.accepted)"),
-            ("rejected", "{" + result.rejected.sorted { $0.key < $1.key }.map { "\"\($0.key)\":\($0.value)" }.joined(separator: ",") + "}"),
-            ("unsettled", "\(result.unsettled)"),
-            ("seconds", String(format: "%.3f", seconds)),
-            ("per_second", String(format: "%.0f", Double(count) / max(seconds, 1e-9))),
-            ("cpu_seconds", String(format: "%.3f", cpu)),
-            ("cpu_us_per_notification", String(format: "%.2f", count > 0 ? cpu * 1e6 / Double(count) : 0)),
-            ("max_rss_mb", String(format: "%.1f", Double(usage.maxResidentBytes) / 1_048_576)),
-            ("connections_opened", "\(result.statistics.connectionsOpened)"),
-            ("frames_written", "\(result.statistics.framesWritten)"),
-            ("frames_written_in_vain", "\(result.statistics.framesResent)"),
-            ("sentinels", "\(result.statistics.sentinels)"),
-            ("silent_closes", "\(result.statistics.silentCloses)"),
-            ("connect_failures", "\(result.statistics.connectFailures)"),
-        ]
-        if self.json {
-            print("{" + summary.map { "\"\($0.0)\":\($0.1)" }.joined(separator: ",") + "}")
-        } else {
-            FileHandle.standardError.write(Data((summary.map { "\($0.0): \($0.1)" }.joined(separator: "\n") + "\n").utf8))
-        }
-        if result.unsettled > 0 {
-            throw CLIError("\(result.unsettled) notifications could not be settled with \(endpoint)")
-        }
+        let template = HTTP2NotificationTemplate(
+            topic: self.topic ?? "", pushType: self.pushType, priority: Int(self.priority), expiration: Int64(self.expiration), payload: payload
+        )
+        let delivery = HTTP2Delivery(configuration: configuration, template: template, timeout: .seconds(self.timeoutS))
+        let result = try await delivery.run(next: next)
+        let statistics = result.statistics
+        return (endpoint, Outcome(
+            accepted: result.accepted, rejected: result.rejected, rejectedTokens: result.rejectedTokens.map { ($0.0, $0.1.reason.rawValue) },
+            unsettled: result.unsettled,
+            counters: [
+                ("connections_opened", "\(statistics.connectionsOpened)"),
+                ("requests_written", "\(statistics.requestsWritten)"),
+                ("retries", "\(statistics.retries)"),
+                ("resent_after_connection_loss", "\(statistics.resentAfterConnectionLoss)"),
+                ("go_aways", "\(statistics.goAways)"),
+                ("connect_failures", "\(statistics.connectFailures)"),
+            ]
+        ))
     }
 }

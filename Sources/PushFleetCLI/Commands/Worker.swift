@@ -53,18 +53,10 @@ struct Worker: AsyncParsableCommand {
 
     func validate() throws {
         guard ["production", "sandbox"].contains(self.environment) else { throw ValidationError("--environment is production or sandbox") }
-        guard ["http2", "binary"].contains(self.protocol) else { throw ValidationError("--protocol is http2 or binary") }
         guard (1...64).contains(self.connections) else { throw ValidationError("--connections is between 1 and 64") }
         guard (1...256).contains(self.shardsPerConnection) else { throw ValidationError("--shards-per-connection is between 1 and 256") }
         guard self.leaseMs >= 1_000 else { throw ValidationError("--lease-ms is at least 1000") }
-        if self.protocol == "binary" {
-            guard self.tls.hasIdentity else { throw ValidationError("the binary protocol needs a client certificate: --cert and --key, or --p12") }
-            guard !self.providerToken.isSet else { throw ValidationError("the binary protocol has no provider tokens; use --cert and --key, or --p12") }
-        } else {
-            guard self.tls.hasIdentity != self.providerToken.isSet else {
-                throw ValidationError("HTTP/2 needs one of: --auth-key with --key-id and --team-id, or --cert and --key, or --p12")
-            }
-        }
+        try self.providerToken.validate(protocol: self.protocol, tls: self.tls)
         guard self.connectionSpacingS >= 0 else { throw ValidationError("--connection-spacing-s must not be negative") }
     }
 
@@ -123,17 +115,7 @@ struct Worker: AsyncParsableCommand {
         }
         let endpoint = try self.endpoint.map { try Endpoint(parsing: $0, option: "--endpoint") }
             ?? Endpoint(host: sandbox ? "api.sandbox.push.apple.com" : "api.push.apple.com", port: 443)
-        let tls: ClientTLS
-        let authentication: HTTP2Sender.Configuration.Authentication
-        if let signer = try self.providerToken.signer() {
-            tls = .noClientCertificate(trusting: self.tls.ca)
-            authentication = .providerToken(signer)
-        } else {
-            tls = try self.tls.clientTLS()
-            authentication = .certificate
-        }
-        // Credentials are loaded here, so a missing or wrong file stops the worker at start.
-        _ = try tls.makeConfiguration(applicationProtocols: ["h2"])
+        let (tls, authentication) = try self.providerToken.http2Credentials(tls: self.tls)
         let configuration = HTTP2Sender.Configuration(
             host: endpoint.host, port: endpoint.port, tls: tls, authentication: authentication, connections: self.connections,
             connectionSpacing: .nanoseconds(Int64(self.connectionSpacingS * 1_000_000_000))

@@ -25,3 +25,33 @@ struct ProviderTokenOptions: ParsableArguments {
         return try ProviderTokenSigner(keyPath: path, keyID: keyID, teamID: teamID)
     }
 }
+
+extension ProviderTokenOptions {
+    /// Checks that `protocol` (binary or http2) has the credentials it takes: a client certificate
+    /// for the binary protocol; for HTTP/2, a provider token or a certificate, not both.
+    func validate(protocol: String, tls: TLSOptions) throws {
+        guard ["http2", "binary"].contains(`protocol`) else { throw ValidationError("--protocol is http2 or binary") }
+        if `protocol` == "binary" {
+            guard tls.hasIdentity else { throw ValidationError("the binary protocol needs a client certificate: --cert and --key, or --p12") }
+            guard !self.isSet else { throw ValidationError("the binary protocol has no provider tokens; use --cert and --key, or --p12") }
+        } else {
+            guard tls.hasIdentity != self.isSet else {
+                throw ValidationError("HTTP/2 needs one of: --auth-key with --key-id and --team-id, or --cert and --key, or --p12")
+            }
+        }
+    }
+
+    /// HTTP/2's TLS and authentication: a provider token over TLS without a client certificate,
+    /// or the client certificate. The credentials are loaded here, so a missing or wrong file stops
+    /// the command at start.
+    func http2Credentials(tls: TLSOptions) throws -> (ClientTLS, HTTP2Sender.Configuration.Authentication) {
+        let credentials: (ClientTLS, HTTP2Sender.Configuration.Authentication)
+        if let signer = try self.signer() {
+            credentials = (.noClientCertificate(trusting: tls.ca), .providerToken(signer))
+        } else {
+            credentials = (try tls.clientTLS(), .certificate)
+        }
+        _ = try credentials.0.makeConfiguration(applicationProtocols: ["h2"])
+        return credentials
+    }
+}

@@ -1,0 +1,90 @@
+import APNSTransport
+import APNSWire
+import Logging
+import NIOPosix
+import PushFleetCore
+import Synchronization
+
+/// Sends a stream of tokens through one ``HTTP2Sender`` (a pool of `connections`) and tallies
+/// what APNs said.
+struct HTTP2Delivery {
+    struct Result {
+        var accepted = 0
+        var rejected: [String: Int] = [:]
+        var rejectedTokens: [(DeviceToken, HTTP2Rejection)] = []
+        var statistics = HTTP2Sender.Statistics()
+        var unsettled = 0
+    }
+
+    let configuration: HTTP2Sender.Configuration
+    let template: HTTP2NotificationTemplate
+    /// After this long the sender is shut down and what has no answer yet is unsettled (the sender
+    /// itself keeps reconnecting to an APNs that is down).
+    let timeout: Duration
+    var logger = Logger(label: "pushfleet.send")
+
+    /// Sends every token `next` yields (an empty batch ends the stream) and returns once each has
+    /// an answer, or at the timeout (the rest counted in ``Result/unsettled``).
+    func run(next: () throws -> [DeviceToken]) async throws -> Result {
+        let sender = try HTTP2Sender(configuration: self.configuration, eventLoop: MultiThreadedEventLoopGroup.singleton.next(), logger: self.logger)
+        let tally = Mutex(Result())
+        let collector = Task {
+            for await events in sender.events {
+                tally.withLock { result in
+                    for event in events {
+                        switch event {
+                        case .accepted:
+                            result.accepted += 1
+                        case .rejected(let notification, let rejection):
+                            result.rejected[rejection.reason.rawValue, default: 0] += 1
+                            result.rejectedTokens.append((notification.token, rejection))
+                        }
+                    }
+                }
+            }
+        }
+        let timeout = self.timeout
+        let watchdog = Task { () -> Bool in
+            try? await Task.sleep(for: timeout)
+            guard !Task.isCancelled else { return false }
+            _ = await sender.shutdown()
+            return true
+        }
+        var handed = 0
+        do {
+            while true {
+                let tokens = try next()
+                if tokens.isEmpty { break }
+                let notifications = tokens.enumerated().map { offset, token in
+                    HTTP2Notification(token: token, tag: UInt64(handed + offset), template: self.template)
+                }
+                handed += notifications.count
+                try await sender.send(notifications)
+            }
+            await sender.flush()
+        } catch let error as TransportError {
+            // A sender shut down by the watchdog refuses the rest of the file: unsettled.
+            watchdog.cancel()
+            guard await watchdog.value else {
+                _ = await sender.shutdown()
+                await collector.value
+                throw error
+            }
+        } catch {
+            watchdog.cancel()
+            _ = await sender.shutdown()
+            await collector.value
+            throw error
+        }
+        watchdog.cancel()
+        let statistics = await sender.statistics()
+        _ = await sender.shutdown()
+        await collector.value
+        // Each notification handed over has one event, unless it was never answered.
+        return tally.withLock { result in
+            result.statistics = statistics
+            result.unsettled = handed - result.accepted - result.rejectedTokens.count
+            return result
+        }
+    }
+}

@@ -1,0 +1,99 @@
+import APNSMockServer
+import Foundation
+import PushFleetAPI
+import PushFleetCore
+import PushFleetTestSupport
+import Testing
+
+/// `pushfleet send --protocol http2`: a token file straight to the simulator's provider API, as a
+/// process, with either credential; every token answered once and each rejection printed.
+@Suite struct SendCommandTests {
+    private static let payload = #"{"aps":{"alert":"Ding dong"}}"#
+
+    private static func writeTokens(_ tokens: [DeviceToken]) throws -> String {
+        let file = NSTemporaryDirectory() + "pushfleet-send-\(UInt64.random(in: 1...UInt64.max)).txt"
+        try tokens.map(\.hexString).joined(separator: "\n").write(toFile: file, atomically: true, encoding: .utf8)
+        return file
+    }
+
+    private static func summary(_ output: String) throws -> [String: Any] {
+        let last = try #require(output.split(separator: "\n").last, "no summary: \(output.suffix(500))")
+        return try #require(try JSONSerialization.jsonObject(with: Data(last.utf8)) as? [String: Any], "\(last)")
+    }
+
+    @Test(arguments: [true, false])
+    func sendsAFileOverHTTP2AndPrintsEachRejection(providerToken: Bool) async throws {
+        let tokens = TestTokens.tokens(3_000, seed: UInt64.random(in: 1...UInt64.max))
+        let invalid = Set(tokens[10..<13])
+        let unregistered = Set(tokens[20..<22])
+        let fixture = try await HTTP2GatewayFixture.start(invalidTokens: invalid, unregisteredTokens: unregistered)
+        defer { Task { await fixture.stop() } }
+        let file = try Self.writeTokens(tokens)
+        defer { try? FileManager.default.removeItem(atPath: file) }
+        let certificates = fixture.certificates
+        let credentials = providerToken
+            ? ["--auth-key", certificates.authKey, "--key-id", HTTP2GatewayFixture.keyID, "--team-id", HTTP2GatewayFixture.teamID]
+            : ["--cert", certificates.clientCertificate, "--key", certificates.clientKey]
+
+        let result = try await PushFleetProcess.run(
+            ["send", "--protocol", "http2", "--endpoint", "127.0.0.1:\(fixture.port)", "--ca", certificates.caCertificate,
+             "--topic", "com.example.send", "--tokens", file, "--payload", Self.payload, "--connections", "2", "--json"] + credentials
+        )
+        #expect(result.status == 0, "\(result.error.suffix(2_000))")
+        let rejections = result.output.split(separator: "\n").filter { $0.contains("\t") }.map { line in
+            let parts = line.split(separator: "\t")
+            return (token: String(parts[0]), reason: String(parts[1]))
+        }
+        #expect(Set(rejections.filter { $0.reason == "BadDeviceToken" }.map(\.token)) == Set(invalid.map(\.hexString)))
+        #expect(Set(rejections.filter { $0.reason == "Unregistered" }.map(\.token)) == Set(unregistered.map(\.hexString)))
+        #expect(rejections.count == invalid.count + unregistered.count)
+        let summary = try Self.summary(result.output)
+        #expect(summary["notifications"] as? Int == tokens.count)
+        #expect(summary["accepted"] as? Int == tokens.count - invalid.count - unregistered.count)
+        #expect(summary["unsettled"] as? Int == 0)
+        #expect(summary["connections_opened"] as? Int == 2)
+        let ledger = fixture.server.ledger.snapshot()
+        #expect(ledger.accepted == tokens.count - invalid.count - unregistered.count)
+        #expect(ledger.duplicateDeliveries == 0)
+    }
+
+    /// Against a port where nothing listens the sender keeps reconnecting; `--timeout-s` ends the
+    /// run, which fails naming the endpoint and counts every notification unsettled.
+    @Test func anUnreachableEndpointEndsAtTheTimeoutWithEverythingUnsettled() async throws {
+        let certificates = try TestCertificates.shared()
+        let tokens = TestTokens.tokens(50, seed: 7)
+        let file = try Self.writeTokens(tokens)
+        defer { try? FileManager.default.removeItem(atPath: file) }
+        let port = try FreePort.take()
+        let result = try await PushFleetProcess.run(
+            ["send", "--protocol", "http2", "--endpoint", "127.0.0.1:\(port)", "--ca", certificates.caCertificate,
+             "--auth-key", certificates.authKey, "--key-id", HTTP2GatewayFixture.keyID, "--team-id", HTTP2GatewayFixture.teamID,
+             "--topic", "com.example.send", "--tokens", file, "--payload", Self.payload, "--timeout-s", "2", "--json"]
+        )
+        #expect(result.status != 0)
+        #expect(result.error.contains("50 notifications could not be settled with 127.0.0.1:\(port)"), "\(result.error.suffix(1_000))")
+        let summary = try Self.summary(result.output)
+        #expect(summary["unsettled"] as? Int == 50)
+        #expect(summary["accepted"] as? Int == 0)
+        #expect((summary["connect_failures"] as? Int ?? 0) > 0)
+    }
+
+    @Test func theProtocolsCredentialsAndTopicAreChecked() async throws {
+        let certificates = try TestCertificates.shared()
+        let base = ["send", "--tokens", "-", "--payload", Self.payload, "--ca", certificates.caCertificate]
+        let token = ["--auth-key", certificates.authKey, "--key-id", "K", "--team-id", "T"]
+        let certificate = ["--cert", certificates.clientCertificate, "--key", certificates.clientKey]
+        for (arguments, message) in [
+            (["--protocol", "http2"] + token, "HTTP/2 needs --topic"),
+            (["--protocol", "http2", "--topic", "t"], "HTTP/2 needs one of"),
+            (["--protocol", "http2", "--topic", "t"] + token + certificate, "HTTP/2 needs one of"),
+            (["--protocol", "binary"] + token + certificate, "the binary protocol has no provider tokens"),
+            (["--protocol", "binary", "--topic", "t"] + certificate, "the binary protocol has no --topic"),
+            (["--protocol", "http3", "--topic", "t"] + certificate, "--protocol is http2 or binary"),
+        ] {
+            let result = try await PushFleetProcess.run(base + arguments)
+            #expect(result.status != 0)
+            #expect(result.error.contains(message), "\(arguments): \(result.error.suffix(500))")
+        }
+    }
+}
