@@ -98,7 +98,7 @@ public struct DeliveryTransport: Sendable {
             makeChannel: { makeChannel(group.next()) },
             // The binary gateway drops idle connections without a word, so the lane's connects on
             // its first notification, as a slot's does: the same channel, on the lanes' loop.
-            makeLaneChannel: { makeChannel(laneLoop) },
+            makeLaneChannel: { makeChannel(laneLoops.next()) },
             makeTemplate: { descriptor in
                 .binary(
                     payload: try Payload(jsonText: descriptor.payload, format: .binaryFrame),
@@ -120,7 +120,7 @@ public struct DeliveryTransport: Sendable {
                 var lane = configuration
                 lane.connections = 1
                 lane.keepsConnectionsOpen = true
-                return HTTP2Channel(sender: try HTTP2Sender(configuration: lane, eventLoop: laneLoop, logger: logger))
+                return HTTP2Channel(sender: try HTTP2Sender(configuration: lane, eventLoop: laneLoops.next(), logger: logger))
             },
             makeTemplate: { descriptor in
                 let payload = try Payload(jsonText: descriptor.payload, format: .http2(pushType: descriptor.pushType))
@@ -138,7 +138,8 @@ public struct DeliveryTransport: Sendable {
 /// The event loop of every notification lane of this process: a thread of its own, so that a
 /// ring's request and answer are never read behind the campaign connections' backlogs, which take
 /// a shared loop tens of milliseconds a turn when a campaign runs at full speed.
-private let laneLoop: any EventLoop = MultiThreadedEventLoopGroup(numberOfThreads: 1).next()
+/// Kept for the process's life, like NIO's singleton group.
+private let laneLoops = MultiThreadedEventLoopGroup(numberOfThreads: 1)
 
 /// ``DeliveryChannel`` over the binary protocol.
 struct BinaryChannel: DeliveryChannel {
