@@ -62,19 +62,15 @@ struct HTTP2Delivery {
                 try await sender.send(notifications)
             }
             await sender.flush()
-        } catch let error as TransportError {
-            // A sender shut down by the watchdog refuses the rest of the file: unsettled.
+        } catch {
+            // A sender shut down by the watchdog refuses the rest of the file: unsettled, not an error.
             watchdog.cancel()
-            guard await watchdog.value else {
+            let timedOut = await watchdog.value
+            if !(timedOut && error is TransportError) {
                 _ = await sender.shutdown()
                 await collector.value
                 throw error
             }
-        } catch {
-            watchdog.cancel()
-            _ = await sender.shutdown()
-            await collector.value
-            throw error
         }
         watchdog.cancel()
         let statistics = await sender.statistics()
