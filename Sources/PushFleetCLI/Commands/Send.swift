@@ -44,6 +44,9 @@ struct Send: AsyncParsableCommand {
     @Option(help: "Seconds to wait for every answer; HTTP/2 only (its sender keeps reconnecting to an APNs that is down).")
     var timeoutS: Int = 300
 
+    @Option(help: "Milliseconds to wait for an answer before giving its connection up (its unanswered requests are sent again on another); HTTP/2 only.")
+    var answerTimeoutMs: Int = 10_000
+
     @Option(help: "10 (now) or 5 (power-conserving).")
     var priority: UInt8 = 10
 
@@ -67,6 +70,7 @@ struct Send: AsyncParsableCommand {
         if self.protocol == "http2" {
             guard let topic = self.topic, !topic.isEmpty else { throw ValidationError("HTTP/2 needs --topic (the app's bundle id)") }
             guard self.timeoutS > 0 else { throw ValidationError("--timeout-s is at least 1") }
+            guard self.answerTimeoutMs > 0 else { throw ValidationError("--answer-timeout-ms is at least 1") }
         } else {
             guard self.topic == nil else { throw ValidationError("the binary protocol has no --topic: the certificate names the app") }
         }
@@ -169,7 +173,7 @@ struct Send: AsyncParsableCommand {
         let (tls, authentication) = try self.providerToken.http2Credentials(tls: self.tls)
         let configuration = HTTP2Sender.Configuration(
             host: endpoint.host, port: endpoint.port, tls: tls, authentication: authentication, connections: self.connections,
-            connectionSpacing: .zero
+            connectionSpacing: .zero, requestTimeout: .milliseconds(Int64(self.answerTimeoutMs))
         )
         let template = HTTP2NotificationTemplate(
             topic: self.topic ?? "", pushType: self.pushType, priority: Int(self.priority), expiration: Int64(self.expiration), payload: payload
@@ -186,6 +190,7 @@ struct Send: AsyncParsableCommand {
                 ("retries", "\(statistics.retries)"),
                 ("resent_after_connection_loss", "\(statistics.resentAfterConnectionLoss)"),
                 ("go_aways", "\(statistics.goAways)"),
+                ("request_timeouts", "\(statistics.requestTimeouts)"),
                 ("connect_failures", "\(statistics.connectFailures)"),
             ]
         ))
