@@ -5,9 +5,9 @@ public import NIOCore
 /// Sends notifications to APNs over the HTTP/2 provider API: a pool of long-lived TLS connections,
 /// each kept busy up to the server's stream limit.
 ///
-/// Requests are raw HTTP/2 frames on `NIOHTTP2Handler` (no stream channels): HEADERS and DATA for
-/// many streams, then one flush. The stable headers, `authorization` included, are identical on
-/// every request so HPACK indexes them; only `:path` changes. Each answer is classified by
+/// Each connection is framed by ``HTTP2ClientFramer`` right after TLS: HEADERS and DATA for many
+/// streams written into one buffer, then one flush. The stable headers, `authorization` included,
+/// are identical on every request so HPACK indexes them; only `:path` changes. Each answer is classified by
 /// ``HTTP2Verdict``: accepted and final rejections are reported through ``events``; retryable ones
 /// are sent again after a backoff (429 delays only its token), bounded by
 /// ``Configuration/maximumAttempts``. A GOAWAY retires its connection: streams above the last

@@ -3,7 +3,6 @@ import DequeModule
 import CoreMetrics
 import Logging
 import NIOCore
-import NIOHTTP2
 import NIOPosix
 import NIOSSL
 
@@ -208,6 +207,7 @@ final class HTTP2SenderCore {
         let isIPAddress = (try? SocketAddress(ipAddress: hostname, port: 0)) != nil
         let sslContext = self.sslContext
         let window = self.configuration.connectionWindow
+        let authority = self.authority
         let core = NIOLoopBound(self, eventLoop: self.eventLoop)
         let bound = NIOLoopBound(connection, eventLoop: self.eventLoop)
         ClientBootstrap(group: self.eventLoop)
@@ -217,23 +217,11 @@ final class HTTP2SenderCore {
                 channel.eventLoop.makeCompletedFuture {
                     let sync = channel.pipeline.syncOperations
                     try sync.addHandler(try NIOSSLClientHandler(context: sslContext, serverHostname: isIPAddress ? nil : hostname))
-                    let coalescer = HTTP2WriteCoalescer()
-                    try sync.addHandler(coalescer)
                     try sync.addHandler(
-                        NIOHTTP2Handler(
-                            mode: .client,
-                            initialSettings: [
-                                HTTP2Setting(parameter: .enablePush, value: 0),
-                                HTTP2Setting(parameter: .maxConcurrentStreams, value: 0),
-                                HTTP2Setting(parameter: .maxHeaderListSize, value: 1 << 16),
-                            ],
-                            // Our own headers are built right once; validating them per request costs ~7%.
-                            headerBlockValidation: .disabled,
-                            contentLengthValidation: .disabled
+                        HTTP2ClientConnectionHandler(
+                            core: core.value, connection: bound.value, authority: authority, connectionWindow: window,
+                            allocator: channel.allocator
                         )
-                    )
-                    try sync.addHandler(
-                        HTTP2ClientConnectionHandler(core: core.value, connection: bound.value, coalescer: coalescer, connectionWindow: window)
                     )
                 }
             }
@@ -486,21 +474,25 @@ final class HTTP2SenderCore {
         guard count > 0 else { return }
         if let signer = self.signer {
             do {
-                connection.use(token: try signer.current())
+                connection.token = try signer.current()
             } catch {
                 self.logger.error("cannot sign a provider token", metadata: ["error": "\(error)"])
                 return
             }
         }
+        let authorization = connection.token?.compact
         let sentAt = NIODeadline.now().uptimeNanoseconds
-        for _ in 0..<count {
+        var written = 0
+        // Until a request's body waits for send window (flow control), then no further.
+        while written < count, handler.acceptsRequests {
             var pending = self.queue.removeFirst()
             pending.written = true
-            let headers = connection.requestHeaders(for: pending.notification, authority: self.authority)
             let streamID = connection.window.open(pending, sentAt: sentAt)!
-            handler.writeRequest(streamID: streamID, headers: headers, payload: pending.notification.template.payload)
+            handler.writeRequest(streamID: streamID, notification: pending.notification, authorization: authorization)
+            written += 1
         }
-        self.statistics.requestsWritten += count
+        guard written > 0 else { return }
+        self.statistics.requestsWritten += written
         connection.lastActivity = .now()
         handler.flush()
         self.resumeWaiters()
