@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # scripts/bench.sh [--tokens N] [--workers W] [--connections C] [--protocol binary|http2] [--error-delay-ms D]
-#                  [--stale-percent P] [--doorbell]
+#                  [--stale-percent P] [--doorbell] [--unkind-gateway]
 #
 # The whole system on this machine, everything local: Redis, Postgres, the simulator, a
 # coordinator and W workers as separate processes; one campaign of N tokens (default
@@ -16,6 +16,11 @@
 # its process, the coordinator and W workers in theirs) runs the N-token campaign while a ring
 # goes every second by `POST /v1/notify` to a group of 3 users with 2 phones each, and prints the
 # rings' p50/p99 latency from the request to the simulator's acceptance of the sixth phone.
+#
+# --unkind-gateway (HTTP/2) makes the simulator behave as common HTTP/2 servers do rather than as
+# kindly as it can: 250 streams per connection, HTTP/2's 65,535-byte window for request bodies
+# refunded with a WINDOW_UPDATE per request, every answer frame in a TLS record of its own; and 20%
+# of the tokens stale (a rejection body each) unless --stale-percent says otherwise.
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
 # shellcheck source=lib/services.sh
@@ -28,8 +33,9 @@ workers=2
 connections=4
 protocol=binary
 error_delay_ms=500
-stale_percent=0
+stale_percent=
 doorbell=0
+unkind=0
 while (($#)); do
     case "$1" in
         --tokens) tokens="$2"; shift 2 ;;
@@ -39,10 +45,17 @@ while (($#)); do
         --error-delay-ms) error_delay_ms="$2"; shift 2 ;;
         --stale-percent) stale_percent="$2"; shift 2 ;;
         --doorbell) doorbell=1; shift ;;
+        --unkind-gateway) unkind=1; shift ;;
         *) echo "unknown option $1" >&2; exit 2 ;;
     esac
 done
 [[ "$protocol" == binary || "$protocol" == http2 ]] || { echo "--protocol is binary or http2" >&2; exit 2; }
+((unkind == 0)) || [[ "$protocol" == http2 ]] || { echo "--unkind-gateway is for --protocol http2" >&2; exit 2; }
+stale_percent="${stale_percent:-$((unkind ? 20 : 0))}"
+unkind_options=()
+gateway_note=""
+((unkind == 0)) || gateway_note=", unkind gateway"
+((unkind == 0)) || unkind_options=(--max-concurrent-streams 250 --connection-window 65535 --window-update-per-request --flush-each-frame)
 [[ "$stale_percent" =~ ^[0-9]+(\.[0-9]+)?$ ]] && awk -v p="$stale_percent" 'BEGIN { exit !(p <= 100) }' ||
     { echo "--stale-percent is a percentage from 0 to 100" >&2; exit 2; }
 
@@ -70,7 +83,7 @@ if ((doorbell)); then
     ((status == 0)) || tail -n 20 "$tmp/demo.err" >&2
     exit "$status"
 fi
-echo "run: $tokens tokens ($stale_percent% stale), $workers workers x $connections connections, $protocol, simulator error delay $error_delay_ms ms"
+echo "run: $tokens tokens ($stale_percent% stale), $workers workers x $connections connections, $protocol, simulator error delay $error_delay_ms ms$gateway_note"
 
 head -c $((tokens * 32)) /dev/urandom | od -An -v -tx1 -w32 | tr -d ' ' >"$tmp/tokens.txt"
 # Stale tokens, evenly spread: token i is stale when floor((i + 1) * S / N) > floor(i * S / N).
@@ -89,7 +102,7 @@ unregistered_count="$(wc -l <"$tmp/unregistered.txt")"
 
 pf_start_simulator --error-delay-ms "$error_delay_ms" \
     --provider-key "PFBENCHKEY:PFBENCHTEA:$tmp/certs/auth-key-public.pem" \
-    --invalid-tokens "$tmp/invalid.txt" --unregistered-tokens "$tmp/unregistered.txt"
+    --invalid-tokens "$tmp/invalid.txt" --unregistered-tokens "$tmp/unregistered.txt" ${unkind_options[@]+"${unkind_options[@]}"}
 if [[ "$protocol" == binary ]]; then
     sender=(--protocol binary --endpoint "127.0.0.1:$binary_port" "${tls[@]}")
 else

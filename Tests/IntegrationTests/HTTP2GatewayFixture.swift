@@ -49,6 +49,8 @@ struct HTTP2GatewayFixture {
         maxConcurrentStreams: Int = 1000,
         idleTimeout: TimeAmount? = nil,
         connectionWindow: Int = 1 << 24,
+        windowUpdatePerRequest: Bool = false,
+        flushEachFrame: Bool = false,
         faults: MockAPNSConfiguration.HTTP2Faults = .init()
     ) async throws -> HTTP2GatewayFixture {
         let certificates = try TestCertificates.shared()
@@ -72,6 +74,8 @@ struct HTTP2GatewayFixture {
                 maxConcurrentStreams: maxConcurrentStreams,
                 idleTimeout: idleTimeout,
                 connectionWindow: connectionWindow,
+                windowUpdatePerRequest: windowUpdatePerRequest,
+                flushEachFrame: flushEachFrame,
                 now: { clock.now }
             ),
             http2Faults: faults

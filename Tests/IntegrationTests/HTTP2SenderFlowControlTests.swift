@@ -42,4 +42,35 @@ import Testing
         #expect(statistics.connectionsOpened == 1)
         #expect(gateway.ledger.snapshot().duplicateDeliveries == 0)
     }
+
+    /// The same campaign against a gateway as unkind as common HTTP/2 servers are: 250 streams,
+    /// HTTP/2's 65,535-byte window for request bodies refunded by a WINDOW_UPDATE per request,
+    /// every answer frame in a TLS record of its own, one answer in five a rejection with a body.
+    /// Every notification is answered once, on the connections opened, without a stall.
+    @Test(arguments: [(true, true), (true, false), (false, true)])
+    func aLessKindGatewayGetsEveryRequestOnceWithoutAStall(windowUpdatePerRequest: Bool, flushEachFrame: Bool) async throws {
+        let count = 6_000
+        let notifications = HTTP2SenderFixture.notifications(count)
+        let invalid = Set(notifications.indices.filter { $0 % 10 == 3 }.map { notifications[$0].token })
+        let unregistered = Set(notifications.indices.filter { $0 % 10 == 7 }.map { notifications[$0].token })
+        let gateway = try await HTTP2GatewayFixture.start(
+            invalidTokens: invalid, unregisteredTokens: unregistered, maxConcurrentStreams: 250, connectionWindow: 65_535,
+            windowUpdatePerRequest: windowUpdatePerRequest, flushEachFrame: flushEachFrame
+        )
+        defer { Task { await gateway.stop() } }
+        let configuration = try HTTP2SenderFixture.configuration(
+            port: gateway.port, certificate: true, connections: 2, maximumQueued: count, requestTimeout: .seconds(60)
+        )
+        let (outcomes, statistics) = try await HTTP2SenderFixture.run(notifications, with: configuration)
+
+        #expect(outcomes.accepted.count == count - invalid.count - unregistered.count)
+        #expect(outcomes.rejected.count { $0.1.reason == .badDeviceToken } == invalid.count)
+        #expect(outcomes.rejected.count { $0.1.reason == .unregistered } == unregistered.count)
+        #expect(statistics.requestTimeouts == 0, "a stalled connection waited for its request timeout")
+        #expect(statistics.resentAfterConnectionLoss == 0)
+        #expect(statistics.connectionsOpened == 2)
+        let ledger = gateway.ledger.snapshot()
+        #expect(ledger.accepted == count - invalid.count - unregistered.count)
+        #expect(ledger.duplicateDeliveries == 0)
+    }
 }

@@ -8,7 +8,9 @@
 # (not with --no-services). Processes added to $pids are stopped, and everything removed, when the
 # script exits (pf_harness_stop).
 # PUSHFLEET_BIN runs an already built pushfleet binary instead of building one; PUSHFLEET_BUILD_PATH
-# picks another build folder (e.g. .build-release, to build beside a test run).
+# picks another build folder (e.g. .build-release, to build beside a test run);
+# PUSHFLEET_SIMULATOR_BIN runs the simulator from another binary (an older client against today's
+# simulator options).
 pf_harness_start() {
     pf_install_missing
     tmp="$(mktemp -d "/tmp/pushfleet-$1.XXXXXX")"
@@ -44,7 +46,7 @@ pf_harness_stop() {
 # pf_start_simulator ARGS...: `pushfleet mock-apns` on free ports with the test certificates and
 # ARGS; sets binary_port, http2_port and admin_port.
 pf_start_simulator() {
-    "$bin" mock-apns --certs "$tmp/certs" --binary-port 0 --feedback-port 0 --admin-port 0 --http2-port 0 "$@" >"$tmp/mock.log" 2>&1 &
+    "${PUSHFLEET_SIMULATOR_BIN:-$bin}" mock-apns --certs "$tmp/certs" --binary-port 0 --feedback-port 0 --admin-port 0 --http2-port 0 "$@" >"$tmp/mock.log" 2>&1 &
     pids+=($!)
     for _ in $(seq 100); do grep -q '^mock-apns binary=' "$tmp/mock.log" && break; sleep 0.1; done
     binary_port="$(sed -n 's/^mock-apns binary=\([0-9]*\).*/\1/p' "$tmp/mock.log")"

@@ -165,7 +165,9 @@ final class HTTP2GatewayHandler: ChannelInboundHandler {
 
     private func receivedData(context: ChannelHandlerContext, streamID: HTTP2StreamID, data: HTTP2Frame.FramePayload.Data) {
         let length = HTTP2InboundWindow.flowControlledLength(payload: data.data.readableBytes, paddingBytes: data.paddingBytes)
-        if let increment = self.receiveWindow.received(length) {
+        if self.configuration.http2.windowUpdatePerRequest {
+            if length > 0 { self.write(context: context, HTTP2Frame(streamID: .rootStream, payload: .windowUpdate(windowSizeIncrement: length))) }
+        } else if let increment = self.receiveWindow.received(length) {
             self.write(context: context, HTTP2Frame(streamID: .rootStream, payload: .windowUpdate(windowSizeIncrement: increment)))
         }
         guard var request = self.pending[streamID] else { return }  // refused, reset, or answered early
@@ -280,7 +282,17 @@ final class HTTP2GatewayHandler: ChannelInboundHandler {
     /// Writes answer frames so that they leave in the order given: `NIOHTTP2Handler` sends the DATA
     /// frames of one flush in no particular order, so each is flushed out of it at once, and
     /// ``HTTP2WriteCoalescer`` holds the bytes until the caller's `flushBatch(from:)`.
+    ///
+    /// With ``MockAPNSConfiguration/HTTP2Options/flushEachFrame`` every frame leaves at once, in a
+    /// TLS record of its own.
     private func writeInOrder(context: ChannelHandlerContext, _ frames: [HTTP2Frame]) {
+        if self.configuration.http2.flushEachFrame {
+            for frame in frames {
+                context.write(self.wrapOutboundOut(frame), promise: nil)
+                self.coalescer.flushBatch(from: context)
+            }
+            return
+        }
         self.coalescer.holdFlushes()
         for frame in frames {
             context.write(self.wrapOutboundOut(frame), promise: nil)

@@ -60,6 +60,14 @@ extension MockAPNSConfiguration {
         /// HTTP/2's default) makes the client wait for `WINDOW_UPDATE` often, as a less generous
         /// gateway would.
         public var connectionWindow: Int
+        /// Credit for request bodies is returned with a `WINDOW_UPDATE` for every DATA frame read,
+        /// as common HTTP/2 servers do, instead of once half of ``connectionWindow`` was read.
+        /// Defaults to false.
+        public var windowUpdatePerRequest: Bool
+        /// Every answer frame is flushed on its own, so a client reads answers spread over many
+        /// small TLS records (a record per frame), as servers that do not batch their writes send
+        /// them. Defaults to false: a read burst's answers leave in one write.
+        public var flushEachFrame: Bool
         /// The wall clock in milliseconds since 1970, for provider-token ages, the 20-minute token
         /// update rule and 410 timestamps. Defaults to the system clock; tests move it.
         public var now: @Sendable () -> Int64
@@ -71,8 +79,12 @@ extension MockAPNSConfiguration {
             maxConcurrentStreams: Int = 1000,
             idleTimeout: TimeAmount? = nil,
             connectionWindow: Int = 1 << 24,
+            windowUpdatePerRequest: Bool = false,
+            flushEachFrame: Bool = false,
             now: (@Sendable () -> Int64)? = nil
         ) {
+            self.windowUpdatePerRequest = windowUpdatePerRequest
+            self.flushEachFrame = flushEachFrame
             self.connectionWindow = min(max(connectionWindow, 1), Int(Int32.max))
             self.providerKeys = providerKeys
             self.allowedTopics = allowedTopics

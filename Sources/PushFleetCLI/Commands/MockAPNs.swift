@@ -54,6 +54,12 @@ struct MockAPNs: AsyncParsableCommand {
     @Option(help: "HTTP/2: the connection window kept open for request bodies, in bytes (65535 makes clients wait for WINDOW_UPDATE often).")
     var connectionWindow: Int = 1 << 24
 
+    @Flag(help: "HTTP/2: return credit for request bodies with a WINDOW_UPDATE per DATA frame, as common HTTP/2 servers do.")
+    var windowUpdatePerRequest = false
+
+    @Flag(help: "HTTP/2: flush every answer frame on its own (answers spread over many small TLS records).")
+    var flushEachFrame = false
+
     @Option(help: "File of tokens registered for another topic: HTTP/2 answers them 400 DeviceTokenNotForTopic.")
     var otherTopicTokens: String?
 
@@ -170,7 +176,9 @@ struct MockAPNs: AsyncParsableCommand {
                 otherTopicTokens: Set(try self.otherTopicTokens.map { try TokenFileReader(path: $0).readAll() } ?? []),
                 maxConcurrentStreams: self.maxConcurrentStreams,
                 idleTimeout: self.idleTimeoutS.map { .nanoseconds(Int64($0 * 1_000_000_000)) },
-                connectionWindow: self.connectionWindow
+                connectionWindow: self.connectionWindow,
+                windowUpdatePerRequest: self.windowUpdatePerRequest,
+                flushEachFrame: self.flushEachFrame
             ),
             http2Faults: .init(
                 tooManyRequestsEvery: self.tooManyRequestsEvery,
