@@ -1,7 +1,6 @@
 import ArgumentParser
 import Foundation
 
-@main
 struct PushFleet: AsyncParsableCommand {
     /// The release, as `pushfleet --version` prints it.
     static let version = "0.11.0"
