@@ -131,7 +131,10 @@ public final class WorkerService: Sendable {
         var campaign: UUID? = nil
         var resetting = false
         var runs = 0
-        await withTaskGroup(of: Void.self) { group in
+        // Discarding: a slot lives as long as the worker and runs a task per shard, and a plain
+        // task group keeps every finished child until its result is awaited (never, here), some
+        // 10 KB per shard: a worker grew by 7 MB per million notifications.
+        await withDiscardingTaskGroup { group in
             while true {
                 if active == 0 {
                     campaign = nil
