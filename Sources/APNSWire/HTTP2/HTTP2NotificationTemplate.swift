@@ -98,8 +98,9 @@ public struct HTTP2NotificationTemplate: Hashable, Sendable {
     public func hash(into hasher: inout Hasher) { hasher.combine(ObjectIdentifier(self.storage)) }
 }
 
-private let pathPrefix: [UInt8] = Array("/3/device/".utf8)
-private let hexDigits: [UInt8] = Array("0123456789abcdef".utf8)
+/// `:path`'s prefix and the hex digits of the token after it; the request encoder writes the same path.
+let pathPrefix: [UInt8] = Array("/3/device/".utf8)
+let hexDigits: [UInt8] = Array("0123456789abcdef".utf8)
 
 /// One notification for the HTTP/2 provider API, as a sender holds it: the token, the campaign's
 /// template (shared by reference), and `tag`, the caller's own reference that never goes on the wire.

@@ -167,5 +167,3 @@ public struct HPACKRequestEncoder: Sendable {
     }
 }
 
-private let pathPrefix: [UInt8] = Array("/3/device/".utf8)
-private let hexDigits: [UInt8] = Array("0123456789abcdef".utf8)
