@@ -166,17 +166,10 @@ extension PipelineTests {
         let sent = try await fixture.notify(["--group", household.group], protocol: `protocol`)
         let id = try #require(UUID(uuidString: sent.output.trimmingCharacters(in: .whitespacesAndNewlines)), "\(sent.error)")
 
-        let client = RedisClient(configuration: try RedisConfiguration(url: fixture.redisURL))
-        let queue = CampaignQueue(client: client)
-        let start = ContinuousClock.now
-        while try await queue.leaseCount(campaign: id) == 0 {
-            try #require(ContinuousClock.now - start < .seconds(60), "no worker claimed the ring")
-            try await Task.sleep(for: .milliseconds(20))
-        }
+        try await fixture.waitUntilLeased(id, by: doomed)
         try await Task.sleep(for: .milliseconds(300))
         doomed.signal(SIGKILL)
         _ = await doomed.wait()
-        try? await client.shutdown()
         let successor = try fixture.startWorker(protocol: `protocol`)
 
         let report = try await fixture.withStore { store in
@@ -196,6 +189,46 @@ extension PipelineTests {
         #expect(deliveries.reduce(0) { $0 + $1 - 1 } <= report.record.resent, "duplicates \(deliveries), resent \(report.record.resent)")
         await stopAll([successor, coordinator])
     }
+}
+
+extension PipelineFixture {
+    /// Waits until a shard of `campaign` is leased, by `worker`, the only worker running. Fails at
+    /// once when the worker ends, or the campaign finishes without a lease ever being seen, and
+    /// after a minute otherwise; each failure says what the worker logged and where the campaign is.
+    func waitUntilLeased(_ campaign: UUID, by worker: PushFleetProcess) async throws {
+        let client = RedisClient(configuration: try RedisConfiguration(url: self.redisURL))
+        defer { Task { try? await client.shutdown() } }
+        let queue = CampaignQueue(client: client)
+        let start = ContinuousClock.now
+        var polls = 0
+        while try await queue.leaseCount(campaign: campaign) == 0 {
+            polls += 1
+            func situation() async throws -> String {
+                let record = try await self.withStore { store in try await store.notificationReport(campaign)?.record }
+                let pending = try await queue.pendingCount(campaign: campaign)
+                return "\(polls) polls in \(ContinuousClock.now - start); pending shards \(pending); "
+                    + "record \(record.map { "\($0)" } ?? "none"); the worker logged: \(worker.standardError.suffix(4_000))"
+            }
+            if !worker.isRunning {
+                let status = await worker.wait()
+                throw WaitFailure("the worker ended with status \(status) before it claimed \(campaign): \(try await situation())")
+            }
+            if polls % 50 == 0, let record = try await self.withStore({ store in try await store.notificationReport(campaign)?.record }),
+               record.state == .completed {
+                throw WaitFailure("\(campaign) completed without a lease ever being seen: \(try await situation())")
+            }
+            if ContinuousClock.now - start > .seconds(60) {
+                throw WaitFailure("no worker claimed \(campaign) within a minute: \(try await situation())")
+            }
+            try await Task.sleep(for: .milliseconds(20))
+        }
+    }
+}
+
+/// A wait in a test that ran out, and why.
+struct WaitFailure: Error, CustomStringConvertible {
+    let description: String
+    init(_ description: String) { self.description = description }
 }
 
 /// Three users sharing one doorbell, two phones each, registered in the fixture's topic.
