@@ -8,7 +8,8 @@
 # half of those are answered 400 BadDeviceToken and half 410 Unregistered; over the binary protocol
 # all are answered InvalidToken (each closes a connection after the error delay: keep P small).
 # Prints: launch rate, Redis memory per million tokens, wall time from launch to `completed`,
-# notifications per second, worker CPU µs per notification, peak RSS per worker, resent and
+# notifications per second, worker CPU µs per notification, the same for the simulator, the
+# coordinator, Redis and Postgres (from launch to completion), peak RSS per worker, resent and
 # retried, and the reconciliation: Postgres's counts and the ledger's lost and duplicate counts,
 # stale tokens counted as expected rejections. Not a test: it asserts nothing about speed.
 #
@@ -66,6 +67,16 @@ topic="com.example.bench"
 
 now() { date +%s.%N; }
 cpu_ticks() { awk '{print $14 + $15}' "/proc/$1/stat"; }
+# A process's CPU and that of its children, the ended ones (waited for) and the live ones: Postgres
+# runs a process per connection.
+tree_ticks() {
+    local total child
+    total="$(awk '{print $14 + $15 + $16 + $17}' "/proc/$1/stat")"
+    for child in $(pgrep -P "$1"); do total=$((total + $(cpu_ticks "$child" 2>/dev/null || echo 0))); done
+    echo "$total"
+}
+# The other processes' CPU, sampled at launch and at completion: simulator, coordinator, Redis, Postgres.
+others_ticks() { echo "$(cpu_ticks "$simulator_pid") $(cpu_ticks "$coordinator_pid") $(cpu_ticks "$redis_pid") $(tree_ticks "$postgres_pid")"; }
 peak_rss_kb() { awk '/VmHWM/ {print $2}' "/proc/$1/status"; }
 redis_memory() { redis-cli -p "$redis_port" info memory | awk -F: '/^used_memory:/ {print $2}' | tr -d '\r'; }
 
@@ -103,6 +114,9 @@ unregistered_count="$(wc -l <"$tmp/unregistered.txt")"
 pf_start_simulator --error-delay-ms "$error_delay_ms" \
     --provider-key "PFBENCHKEY:PFBENCHTEA:$tmp/certs/auth-key-public.pem" \
     --invalid-tokens "$tmp/invalid.txt" --unregistered-tokens "$tmp/unregistered.txt" ${unkind_options[@]+"${unkind_options[@]}"}
+simulator_pid="${pids[-1]}"
+redis_pid="$(cat "$tmp/redis/redis.pid")"
+postgres_pid="$(head -n 1 "$tmp/pg/pgdata/postmaster.pid")"
 if [[ "$protocol" == binary ]]; then
     sender=(--protocol binary --endpoint "127.0.0.1:$binary_port" "${tls[@]}")
 else
@@ -118,7 +132,9 @@ launched="$(now)"
 memory_after="$(redis_memory)"
 
 "$bin" coordinator --interval-ms 500 >"$tmp/coordinator.log" 2>&1 &
+coordinator_pid=$!
 pids+=($!)
+read -r sim0 coord0 redis0 pg0 <<<"$(others_ticks)"
 worker_pids=()
 for i in $(seq "$workers"); do
     "$bin" worker --topic "$topic" --connections "$connections" "${sender[@]}" >"$tmp/worker-$i.log" 2>&1 &
@@ -132,6 +148,7 @@ while :; do
     sleep 0.5
 done
 done_at="$(now)"
+read -r sim1 coord1 redis1 pg1 <<<"$(others_ticks)"
 
 ticks=0
 rss_max=0
@@ -159,7 +176,7 @@ fi
 # The simulator never accepts a stale token, so the ledger's distinct tokens are the valid tokens
 # delivered: lost = valid - distinct.
 awk -v n="$tokens" -v s="$start" -v l="$launched" -v d="$done_at" -v mb="$memory_before" -v ma="$memory_after" \
-    -v t="$ticks" -v hz="$hz" -v rss="$rss_max" -v acc="$accepted" -v dis="$distinct" -v state="$state" \
+    -v t="$ticks" -v hz="$hz" -v sim="$((sim1 - sim0))" -v coord="$((coord1 - coord0))" -v redis="$((redis1 - redis0))" -v pg="$((pg1 - pg0))" -v rss="$rss_max" -v acc="$accepted" -v dis="$distinct" -v state="$state" \
     -v total="$(status_field total)" -v pacc="$(status_field accepted)" -v resent="$(status_field resent)" -v retried="$(status_field retried)" \
     -v rej="$(tr ',' '\n' <<<"$rejected_json" | awk -F: '{ r += $2 } END { print r + 0 }')" -v rejected_json="$rejected_json" \
     -v stale="$((invalid_count + unregistered_count))" -v expected="$expected_reasons" -v got="$got_reasons" 'BEGIN {
@@ -173,6 +190,8 @@ awk -v n="$tokens" -v s="$start" -v l="$launched" -v d="$done_at" -v mb="$memory
     printf "launch -> completed            %.1f s\n", d - s
     printf "delivery (workers start -> completed)  %.1f s, %.0f notifications/s\n", d - l, n / (d - l)
     printf "worker CPU per notification    %.2f us (all workers, user+system)\n", t / hz * 1e6 / n
+    printf "other CPU per notification     simulator %.2f us, coordinator %.2f us, Redis %.2f us, Postgres %.2f us\n", \
+        sim / hz * 1e6 / n, coord / hz * 1e6 / n, redis / hz * 1e6 / n, pg / hz * 1e6 / n
     printf "peak RSS per worker            %.0f MB\n", rss / 1024
     printf "resent / retried               %d / %d\n", resent, retried
     printf "Postgres                       total %d, accepted %d of %d valid, rejected %d of %d stale {%s}, accepted + rejected %d\n", total, pacc, valid, rej, stale, rejected_json, pacc + rej
