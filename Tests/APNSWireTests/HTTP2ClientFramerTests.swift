@@ -18,13 +18,12 @@ import Testing
 
         /// Feeds `bytes` to the framer, split in pieces of `piece` bytes (TLS records of any size).
         mutating func read(_ bytes: [UInt8], piece: Int = .max) throws(HTTP2ConnectionError) {
-            var index = 0
-            while index < bytes.count {
-                let end = min(bytes.count, index + piece)
-                self.unread.writeBytes(bytes[index..<end])
-                index = end
+            var framer = self.framer
+            var unread = self.unread
+            defer { (self.framer, self.unread) = (framer, unread) }
+            try Frames.feed(bytes, piece: piece, to: &unread) { (unread: inout ByteBuffer) throws(HTTP2ConnectionError) in
                 var events: [String] = []
-                try self.framer.read(&self.unread) { event in
+                try framer.read(&unread) { event in
                     switch event {
                     case .settings(let limit): events.append("settings \(limit.map(String.init) ?? "none")")
                     case .answered(let stream, let status, let body):

@@ -12,6 +12,20 @@ enum Frames {
 
     static func uint32(_ value: UInt32) -> [UInt8] { withUnsafeBytes(of: value.bigEndian, Array.init) }
 
+    /// Appends `bytes` to `unread` in pieces of `piece` bytes (TLS records of any size), calling
+    /// `read` after each piece.
+    static func feed(
+        _ bytes: [UInt8], piece: Int, to unread: inout ByteBuffer, _ read: (inout ByteBuffer) throws(HTTP2ConnectionError) -> Void
+    ) throws(HTTP2ConnectionError) {
+        var index = 0
+        while index < bytes.count {
+            let end = min(bytes.count, index + piece)
+            unread.writeBytes(bytes[index..<end])
+            index = end
+            try read(&unread)
+        }
+    }
+
     static func settings(_ values: [(UInt16, UInt32)]) -> [UInt8] {
         Self.frame(0x4, values.flatMap { withUnsafeBytes(of: $0.0.bigEndian, Array.init) + Self.uint32($0.1) })
     }

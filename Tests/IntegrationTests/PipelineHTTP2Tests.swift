@@ -16,7 +16,7 @@ extension PipelineTests {
     @Test(arguments: [PipelineFixture.HTTP2Authentication.providerToken, .certificate])
     func http2CampaignCompletesExactlyThroughFaults(_ authentication: PipelineFixture.HTTP2Authentication) async throws {
         // 16 streams per connection instead of APNs' 1,000: chosen when the debug build spent
-        // milliseconds per frame at 1,000 (streams closed out of order, see HTTP2WriteCoalescer);
+        // milliseconds per frame at 1,000 in the simulator of that time (NIOHTTP2Handler);
         // the behaviour under test does not depend on the number.
         let fixture = try await PipelineFixture.start(
             count: 100_000, http2Faults: .init(serviceUnavailableEvery: 100, goAwayAfter: 20_000), maxConcurrentStreams: 16

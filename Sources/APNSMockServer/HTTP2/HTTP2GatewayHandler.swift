@@ -1,28 +1,47 @@
 import APNSWire
 import Logging
 import NIOCore
-import NIOHPACK
-import NIOHTTP2
 import NIOSSL
 
-/// Serves one connection of the HTTP/2 provider API on raw `HTTP2Frame`s (no stream channels):
+/// Serves one connection of the HTTP/2 provider API over TLS, framed by ``HTTP2ServerFramer``:
 /// collects each stream's headers and body until END_STREAM, judges it with
 /// ``HTTP2RequestValidator``, and answers on the stream. A read burst's answers are written together
 /// in `channelReadComplete`, after its verdicts are in the ledger, with one flush: a client never
 /// sees a 200 the ledger does not hold yet.
 ///
-/// It also enforces the stream limit it advertised (1 until a request authenticates, see
-/// ``StreamLimitRewriter``), keeps the connection's flow-control window open, and injects the
-/// configured ``MockAPNSConfiguration/HTTP2Faults``. With an idle timeout configured, a connection on
-/// which no request started for that long gets `GOAWAY` `{"reason":"IdleTimeout"}` and is closed.
+/// It also enforces the stream limit it advertised (1 until a request authenticates; a stream
+/// beyond it is refused with RST_STREAM REFUSED_STREAM, as APNs does), keeps the connection's
+/// flow-control window open, and injects the configured ``MockAPNSConfiguration/HTTP2Faults``.
+/// With an idle timeout configured, a connection on which no request started for that long gets
+/// `GOAWAY` `{"reason":"IdleTimeout"}` and is closed.
 final class HTTP2GatewayHandler: ChannelInboundHandler {
-    typealias InboundIn = HTTP2Frame
-    typealias OutboundOut = HTTP2Frame
+    typealias InboundIn = ByteBuffer
+    typealias OutboundOut = ByteBuffer
+
+    /// What this gateway announces: one stream until a request authenticates, HTTP/2's default
+    /// stream window (request bodies are at most 5 KB), the default frame size, and APNs' header
+    /// list limit.
+    static let settings = [
+        HTTP2SettingValue(HTTP2Wire.Setting.maxConcurrentStreams, 1),
+        HTTP2SettingValue(HTTP2Wire.Setting.initialWindowSize, 65_535),
+        HTTP2SettingValue(HTTP2Wire.Setting.maxFrameSize, 16_384),
+        HTTP2SettingValue(HTTP2Wire.Setting.maxHeaderListSize, 8_000),
+    ]
 
     /// A request stream whose END_STREAM has not arrived yet.
     private struct PendingRequest {
-        var headers: HPACKHeaders
+        var fields: [HTTP2HeaderField]
         var bodyBytes = 0
+    }
+
+    /// An answer decided and not yet written.
+    private struct Answer {
+        var streamID: Int32
+        var status: Int
+        var apnsID: String
+        var body: ByteBuffer?
+        /// RST_STREAM NO_ERROR after it: the request was answered before its body ended.
+        var resetAfter = false
     }
 
     private let configuration: MockAPNSConfiguration
@@ -30,27 +49,30 @@ final class HTTP2GatewayHandler: ChannelInboundHandler {
     private let ledger: DeliveryLedger
     private let outage: GatewayOutage
     private let gatewayStreams: AcceptedCounter
-    private let coalescer: HTTP2WriteCoalescer
     private let logger: Logger
+    private let allocator: ByteBufferAllocator
+    private var framer: HTTP2ServerFramer
+    /// Bytes read and not yet a whole frame.
+    private var unread: ByteBuffer?
+    /// The framer's events of one read (kept for its storage).
+    private var events: [HTTP2ServerFramer.Event] = []
     private var validator: HTTP2RequestValidator
     private var identifiers = APNSIdentifier()
-    private var pending: [HTTP2StreamID: PendingRequest] = [:]
+    private var pending: [Int32: PendingRequest] = [:]
     /// Streams processed and not answered yet (pending, or waiting for the answer delay).
     private var unanswered = 0
     private var streamLimit = 1
     private var streamsOnConnection = 0
-    private var goAwayLastStreamID: HTTP2StreamID? = nil
+    private var goAwayLastStreamID: Int32? = nil
     /// The highest stream processed, which an idle-timeout GOAWAY names.
-    private var lastStreamID: HTTP2StreamID = .rootStream
+    private var lastStreamID: Int32 = 0
     private var lastRequestStarted: NIODeadline = .now()
     private var idleCheck: Scheduled<Void>? = nil
     private var certificateVerified: Bool? = nil
     private var windowOpened = false
     private var receiveWindow: HTTP2InboundWindow
-    private var wroteSinceFlush = false
     /// This read burst's answers, written in `channelReadComplete` (or after the answer delay).
-    private var answers: [HTTP2Frame] = []
-    private var answerCount = 0
+    private var answers: [Answer] = []
     private var fingerprints: [UInt64] = []
     private var rejections: [String: Int] = [:]
     private var closing = false
@@ -61,59 +83,67 @@ final class HTTP2GatewayHandler: ChannelInboundHandler {
         ledger: DeliveryLedger,
         gatewayStreams: AcceptedCounter,
         outage: GatewayOutage,
-        coalescer: HTTP2WriteCoalescer,
-        logger: Logger
+        logger: Logger,
+        allocator: ByteBufferAllocator
     ) {
         self.configuration = configuration
         self.faults = configuration.http2Faults
         self.ledger = ledger
         self.gatewayStreams = gatewayStreams
         self.outage = outage
-        self.coalescer = coalescer
         self.logger = logger
+        self.allocator = allocator
+        self.framer = HTTP2ServerFramer(settings: Self.settings, allocator: allocator)
         self.validator = HTTP2RequestValidator(configuration: configuration, keys: keys)
         self.receiveWindow = HTTP2InboundWindow(target: configuration.http2.connectionWindow)
         self.fingerprints.reserveCapacity(256)
     }
 
+    func handlerAdded(context: ChannelHandlerContext) {
+        // Written once TLS is up: NIOSSL holds writes until its handshake completes.
+        self.framer.start()
+        if context.channel.isActive { self.flush(context: context) }
+    }
+
     func channelActive(context: ChannelHandlerContext) {
         self.ledger.recordConnection("http2")
+        self.flush(context: context)
         context.fireChannelActive()
     }
 
     func channelRead(context: ChannelHandlerContext, data: NIOAny) {
-        let frame = self.unwrapInboundIn(data)
-        if !self.windowOpened {
-            // The client's SETTINGS came first: its preface is in, so the window may grow now, and
-            // the connection counts as idle from here (a slow TLS handshake is not idleness).
-            self.windowOpened = true
-            self.lastRequestStarted = .now()
-            self.scheduleIdleCheck(context: context)
-            if let increment = self.receiveWindow.initialIncrement {
-                self.write(context: context, HTTP2Frame(streamID: .rootStream, payload: .windowUpdate(windowSizeIncrement: increment)))
-            }
+        var bytes = self.unwrapInboundIn(data)
+        if var unread = self.unread {
+            unread.writeBuffer(&bytes)
+            bytes = unread
+            self.unread = nil
         }
-        switch frame.payload {
-        case .headers(let headers):
-            self.receivedHeaders(context: context, streamID: frame.streamID, headers: headers)
-        case .data(let data):
-            self.receivedData(context: context, streamID: frame.streamID, data: data)
-        case .rstStream:
-            if self.pending.removeValue(forKey: frame.streamID) != nil { self.unanswered -= 1 }
-        case .ping(_, let ack):
-            if !ack { self.ledger.recordPing() }  // NIOHTTP2Handler has answered it
-        default:
-            break  // SETTINGS are acknowledged by NIOHTTP2Handler; the rest needs nothing.
+        // The events are handled once the read is: handling one writes to the framer.
+        var events = self.events
+        self.events = []
+        defer {
+            events.removeAll(keepingCapacity: true)
+            self.events = events
         }
+        let failure: HTTP2ConnectionError?
+        do {
+            try self.framer.read(&bytes) { events.append($0) }
+            failure = nil
+        } catch {
+            failure = error
+        }
+        for event in events { self.handle(context: context, event) }
+        if let failure {
+            self.fail(context: context, failure)
+            return
+        }
+        if bytes.readableBytes > 0 { self.unread = bytes }
     }
 
     func channelReadComplete(context: ChannelHandlerContext) {
         self.flushLedger()
         if !self.answers.isEmpty { self.writeAnswers(context: context) }
-        if self.wroteSinceFlush {
-            self.wroteSinceFlush = false
-            self.coalescer.flushBatch(from: context)
-        }
+        self.flush(context: context)
         self.closeIfDone(context: context)
         context.fireChannelReadComplete()
     }
@@ -126,70 +156,112 @@ final class HTTP2GatewayHandler: ChannelInboundHandler {
     }
 
     func errorCaught(context: ChannelHandlerContext, error: any Error) {
-        // NIOHTTP2Handler has answered a stream error with RST_STREAM, and a connection error with
-        // GOAWAY, which leaves the connection for us to close.
         self.logger.debug("http2 gateway error", metadata: ["error": "\(error)"])
-        if !(error is NIOHTTP2Errors.StreamError) {
-            self.closing = true
-            self.idleCheck?.cancel()
-            context.close(promise: nil)
+        self.closing = true
+        self.idleCheck?.cancel()
+        context.close(promise: nil)
+    }
+
+    /// A connection error: GOAWAY with its code, then the close.
+    private func fail(context: ChannelHandlerContext, _ error: HTTP2ConnectionError) {
+        self.logger.debug("http2 gateway connection error", metadata: ["error": "\(error)"])
+        guard !self.closing else { return }
+        self.closing = true
+        self.idleCheck?.cancel()
+        self.flushLedger()
+        self.framer.fail(error)
+        let loopBound = NIOLoopBound(context, eventLoop: context.eventLoop)
+        self.flush(context: context) { loopBound.value.close(promise: nil) }
+    }
+
+    /// Writes and flushes what the framer has, then calls `then` once it is written.
+    private func flush(context: ChannelHandlerContext, then: (() -> Void)? = nil) {
+        guard let bytes = self.framer.take() else {
+            then?()
+            return
+        }
+        guard let then else {
+            context.writeAndFlush(self.wrapOutboundOut(bytes), promise: nil)
+            return
+        }
+        context.writeAndFlush(self.wrapOutboundOut(bytes)).whenComplete { _ in then() }
+    }
+
+    private func handle(context: ChannelHandlerContext, _ event: HTTP2ServerFramer.Event) {
+        if !self.windowOpened {
+            // The client's SETTINGS came first: its preface is in, so the window may grow now, and
+            // the connection counts as idle from here (a slow TLS handshake is not idleness).
+            self.windowOpened = true
+            self.lastRequestStarted = .now()
+            self.scheduleIdleCheck(context: context)
+            if let increment = self.receiveWindow.initialIncrement { self.framer.windowUpdate(increment) }
+        }
+        switch event {
+        case .headers(let streamID, let fields, let endStream):
+            self.receivedHeaders(context: context, streamID: streamID, fields: fields, endStream: endStream)
+        case .data(let streamID, let length, let flowControlledLength, let endStream):
+            self.receivedData(context: context, streamID: streamID, length: length, flowControlledLength: flowControlledLength, endStream: endStream)
+        case .reset(let streamID):
+            if self.pending.removeValue(forKey: streamID) != nil { self.unanswered -= 1 }
+        case .ping:
+            self.ledger.recordPing()
+        case .goAway:
+            break
         }
     }
 
     // MARK: - Frames
 
-    private func receivedHeaders(context: ChannelHandlerContext, streamID: HTTP2StreamID, headers: HTTP2Frame.FramePayload.Headers) {
+    private func receivedHeaders(context: ChannelHandlerContext, streamID: Int32, fields: [HTTP2HeaderField], endStream: Bool) {
         if let last = self.goAwayLastStreamID, streamID > last { return }
         if self.pending[streamID] != nil {
-            // Trailers: nothing in them matters, but they can end the stream.
-            if headers.endStream { self.complete(context: context, streamID: streamID) }
+            // Trailers: nothing in them matters, but they end the stream.
+            if endStream { self.complete(context: context, streamID: streamID) }
             return
         }
         guard self.unanswered < self.streamLimit else {
-            self.write(context: context, HTTP2Frame(streamID: streamID, payload: .rstStream(.refusedStream)))
+            self.framer.reset(streamID: streamID, errorCode: HTTP2Wire.ErrorCode.refusedStream)
             return
         }
-        self.pending[streamID] = PendingRequest(headers: headers.headers)
+        self.pending[streamID] = PendingRequest(fields: fields)
         self.unanswered += 1
         self.streamsOnConnection += 1
         self.lastStreamID = streamID
         if self.configuration.http2.idleTimeout != nil { self.lastRequestStarted = .now() }
         if let after = self.faults.goAwayAfter, after > 0, self.streamsOnConnection == after {
             // Streams above this one are ignored from now on. The GOAWAY goes out once every stream
-            // up to here is answered, just before the close: NIOHTTP2Handler, once it has sent
-            // GOAWAY and has no stream left, treats any frame still in flight as a connection error.
+            // up to here is answered, just before the close.
             self.goAwayLastStreamID = streamID
         }
-        if headers.endStream { self.complete(context: context, streamID: streamID) }
+        if endStream { self.complete(context: context, streamID: streamID) }
     }
 
-    private func receivedData(context: ChannelHandlerContext, streamID: HTTP2StreamID, data: HTTP2Frame.FramePayload.Data) {
-        let length = HTTP2InboundWindow.flowControlledLength(payload: data.data.readableBytes, paddingBytes: data.paddingBytes)
+    private func receivedData(context: ChannelHandlerContext, streamID: Int32, length: Int, flowControlledLength: Int, endStream: Bool) {
         if self.configuration.http2.windowUpdatePerRequest {
-            if length > 0 { self.write(context: context, HTTP2Frame(streamID: .rootStream, payload: .windowUpdate(windowSizeIncrement: length))) }
-        } else if let increment = self.receiveWindow.received(length) {
-            self.write(context: context, HTTP2Frame(streamID: .rootStream, payload: .windowUpdate(windowSizeIncrement: increment)))
+            if flowControlledLength > 0 { self.framer.windowUpdate(flowControlledLength) }
+        } else if let increment = self.receiveWindow.received(flowControlledLength) {
+            self.framer.windowUpdate(increment)
         }
         guard var request = self.pending[streamID] else { return }  // refused, reset, or answered early
-        request.bodyBytes += data.data.readableBytes
+        request.bodyBytes += length
         self.pending[streamID] = request
-        if data.endStream {
+        if endStream {
             self.complete(context: context, streamID: streamID)
         } else if request.bodyBytes > HTTP2RequestValidator.largestPayload {
             // Too large whatever follows: answer now and ask the client to stop sending (RFC 9113 §8.1).
             self.complete(context: context, streamID: streamID)
-            self.answers.append(HTTP2Frame(streamID: streamID, payload: .rstStream(.noError)))
+            self.answers[self.answers.count - 1].resetAfter = true
         }
     }
 
     // MARK: - Verdicts
 
-    private func complete(context: ChannelHandlerContext, streamID: HTTP2StreamID) {
+    private func complete(context: ChannelHandlerContext, streamID: Int32) {
         guard let request = self.pending.removeValue(forKey: streamID) else { return }
-        let fields = HTTP2RequestValidator.Request(headers: request.headers)
+        let fields = HTTP2RequestValidator.Request(fields: request.fields)
         let apnsID = fields.validAPNSID ?? self.identifiers.next()
         if let fault = self.fault() {
-            self.answer(context: context, streamID: streamID, apnsID: apnsID, status: fault.status, reason: fault.reason, timestamp: nil)
+            self.answer(streamID: streamID, apnsID: apnsID, status: fault.status, reason: fault.reason, timestamp: nil)
             return
         }
         if self.certificateVerified == nil {
@@ -207,15 +279,14 @@ final class HTTP2GatewayHandler: ChannelInboundHandler {
         )
         if authenticated, self.streamLimit < self.configuration.http2.maxConcurrentStreams {
             self.streamLimit = self.configuration.http2.maxConcurrentStreams
-            let setting = HTTP2Setting(parameter: .maxConcurrentStreams, value: StreamLimitRewriter.encode(self.streamLimit))
-            self.write(context: context, HTTP2Frame(streamID: .rootStream, payload: .settings(.settings([setting]))))
+            self.framer.announce(maxConcurrentStreams: self.streamLimit)
         }
         switch verdict {
         case .accepted(let fingerprint):
             self.fingerprints.append(fingerprint)
-            self.answer(context: context, streamID: streamID, apnsID: apnsID, status: 200, reason: nil, timestamp: nil)
+            self.answer(streamID: streamID, apnsID: apnsID, status: 200, reason: nil, timestamp: nil)
         case .rejected(let status, let reason, let timestamp):
-            self.answer(context: context, streamID: streamID, apnsID: apnsID, status: status, reason: reason, timestamp: timestamp)
+            self.answer(streamID: streamID, apnsID: apnsID, status: status, reason: reason, timestamp: timestamp)
         }
     }
 
@@ -231,73 +302,53 @@ final class HTTP2GatewayHandler: ChannelInboundHandler {
         return nil
     }
 
-    private func answer(context: ChannelHandlerContext, streamID: HTTP2StreamID, apnsID: String, status: Int, reason: HTTP2Reason?, timestamp: Int64?) {
-        var headers = HPACKHeaders()
-        headers.reserveCapacity(3)
-        headers.add(name: ":status", value: String(status))
-        headers.add(name: "apns-id", value: apnsID)
-        guard let reason else {
-            self.answers.append(HTTP2Frame(streamID: streamID, payload: .headers(.init(headers: headers, endStream: true))))
-            self.answerCount += 1
-            return
+    private func answer(streamID: Int32, apnsID: String, status: Int, reason: HTTP2Reason?, timestamp: Int64?) {
+        var answer = Answer(streamID: streamID, status: status, apnsID: apnsID)
+        if let reason {
+            self.rejections[reason.rawValue, default: 0] += 1
+            answer.body = Self.errorBody(reason, timestamp: timestamp, allocator: self.allocator)
         }
-        self.rejections[reason.rawValue, default: 0] += 1
-        headers.add(name: "content-type", value: "application/json")
-        let body = Self.errorBody(reason, timestamp: timestamp, allocator: context.channel.allocator)
-        self.answers.append(HTTP2Frame(streamID: streamID, payload: .headers(.init(headers: headers))))
-        self.answers.append(HTTP2Frame(streamID: streamID, payload: .data(.init(data: .byteBuffer(body), endStream: true))))
-        self.answerCount += 1
+        self.answers.append(answer)
     }
 
     // MARK: - Writing
 
-    private func write(context: ChannelHandlerContext, _ frame: HTTP2Frame) {
-        context.write(self.wrapOutboundOut(frame), promise: nil)
-        self.wroteSinceFlush = true
-    }
-
     /// Writes this read burst's answers now, or after the answer delay in one flush of their own.
     private func writeAnswers(context: ChannelHandlerContext) {
-        let frames = self.answers
-        let count = self.answerCount
+        let answers = self.answers
         self.answers.removeAll(keepingCapacity: true)
-        self.answerCount = 0
         guard let delay = self.faults.answerDelay else {
-            self.writeInOrder(context: context, frames)
-            self.wroteSinceFlush = true
-            self.unanswered -= count
+            self.write(context: context, answers)
             return
         }
         let loopBound = NIOLoopBound((self, context), eventLoop: context.eventLoop)
         context.eventLoop.scheduleTask(in: delay) {
             let (handler, context) = loopBound.value
             guard !handler.closing else { return }
-            handler.writeInOrder(context: context, frames)
-            handler.coalescer.flushBatch(from: context)
-            handler.unanswered -= count
+            handler.write(context: context, answers)
+            handler.flush(context: context)
             handler.closeIfDone(context: context)
         }
     }
 
-    /// Writes answer frames so that they leave in the order given: `NIOHTTP2Handler` sends the DATA
-    /// frames of one flush in no particular order, so each is flushed out of it at once, and
-    /// ``HTTP2WriteCoalescer`` holds the bytes until the caller's `flushBatch(from:)`.
-    ///
-    /// With ``MockAPNSConfiguration/HTTP2Options/flushEachFrame`` every frame leaves at once, in a
-    /// TLS record of its own.
-    private func writeInOrder(context: ChannelHandlerContext, _ frames: [HTTP2Frame]) {
-        if self.configuration.http2.flushEachFrame {
-            for frame in frames {
-                context.write(self.wrapOutboundOut(frame), promise: nil)
-                self.coalescer.flushBatch(from: context)
+    /// Writes answers in the order given. With ``MockAPNSConfiguration/HTTP2Options/flushEachFrame``
+    /// every frame leaves at once, in a TLS record of its own.
+    private func write(context: ChannelHandlerContext, _ answers: [Answer]) {
+        let eachFrame = self.configuration.http2.flushEachFrame
+        for answer in answers {
+            if eachFrame {
+                self.framer.writeAnswerHeaders(streamID: answer.streamID, status: answer.status, apnsID: answer.apnsID, hasBody: answer.body != nil)
+                self.flush(context: context)
+                if let body = answer.body {
+                    self.framer.writeAnswerBody(streamID: answer.streamID, body)
+                    self.flush(context: context)
+                }
+            } else {
+                self.framer.writeAnswer(streamID: answer.streamID, status: answer.status, apnsID: answer.apnsID, body: answer.body)
             }
-            return
+            if answer.resetAfter { self.framer.reset(streamID: answer.streamID, errorCode: HTTP2Wire.ErrorCode.noError) }
         }
-        self.coalescer.holdFlushes()
-        for frame in frames {
-            context.write(self.wrapOutboundOut(frame), promise: nil)
-            if case .data = frame.payload { context.flush() }
-        }
+        self.unanswered -= answers.count
     }
 
     /// After the last stream a GOAWAY lets through is answered: sends the GOAWAY (NO_ERROR, APNs'
@@ -325,15 +376,14 @@ final class HTTP2GatewayHandler: ChannelInboundHandler {
     }
 
     /// Sends GOAWAY (NO_ERROR, `{"reason":"…"}`) naming `lastStreamID` and closes once it is written.
-    private func goAway(context: ChannelHandlerContext, lastStreamID: HTTP2StreamID, reason: HTTP2Reason, cause: String) {
+    private func goAway(context: ChannelHandlerContext, lastStreamID: Int32, reason: HTTP2Reason, cause: String) {
         guard !self.closing else { return }
         self.closing = true
         self.idleCheck?.cancel()
         self.ledger.recordClose(cause)
-        let debugData = Self.errorBody(reason, timestamp: nil, allocator: context.channel.allocator)
-        let frame = HTTP2Frame(streamID: .rootStream, payload: .goAway(lastStreamID: lastStreamID, errorCode: .noError, opaqueData: debugData))
+        self.framer.goAway(lastStreamID: lastStreamID, errorCode: HTTP2Wire.ErrorCode.noError, debugData: Self.errorBody(reason, timestamp: nil, allocator: self.allocator))
         let loopBound = NIOLoopBound(context, eventLoop: context.eventLoop)
-        context.writeAndFlush(self.wrapOutboundOut(frame)).whenComplete { _ in loopBound.value.close(promise: nil) }
+        self.flush(context: context) { loopBound.value.close(promise: nil) }
     }
 
     /// APNs' JSON error body, `{"reason":"…"}` with `"timestamp"` for 410; GOAWAY carries it too.

@@ -1,5 +1,4 @@
 import APNSWire
-import NIOHPACK
 import PushFleetCore
 
 /// The HTTP/2 gateway's verdict on one request, checked in this order (the first failing check
@@ -75,9 +74,11 @@ struct HTTP2RequestValidator {
         var apnsID: String? = nil
         var hasDuplicates = false
 
-        init(headers: HPACKHeaders) {
-            for (name, value, _) in headers {
-                switch name {
+        init(fields: [HTTP2HeaderField]) {
+            var otherAPNSHeaders: Set<String> = []
+            for field in fields {
+                let value = field.value
+                switch field.name {
                 case ":method": self.method = value
                 case ":path": self.path = value
                 case "authorization": Self.set(&self.authorization, value, &self.hasDuplicates)
@@ -87,7 +88,9 @@ struct HTTP2RequestValidator {
                 case "apns-expiration": Self.set(&self.expiration, value, &self.hasDuplicates)
                 case "apns-collapse-id": Self.set(&self.collapseID, value, &self.hasDuplicates)
                 case "apns-id": Self.set(&self.apnsID, value, &self.hasDuplicates)
-                default: self.hasDuplicates = self.hasDuplicates || (name.hasPrefix("apns-") && headers[name].count > 1)
+                case let name where name.hasPrefix("apns-"):
+                    if !otherAPNSHeaders.insert(name).inserted { self.hasDuplicates = true }
+                default: break
                 }
             }
         }

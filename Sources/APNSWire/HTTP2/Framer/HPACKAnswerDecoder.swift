@@ -48,11 +48,7 @@ public struct HPACKAnswerDecoder: Sendable {
             } else if first & 0xE0 == 0x20 {
                 // Dynamic table size update: only before the block's first field.
                 let size = try Self.integer(first, prefix: 5, &block)
-                guard !sawField else { throw Self.error("a dynamic table size update after a header field") }
-                guard size <= self.allowedMaximumSize else {
-                    throw Self.error("a dynamic table size update to \(size) bytes, above the \(self.allowedMaximumSize) allowed")
-                }
-                self.table.maximumSize = size
+                try self.table.update(maximumSize: size, allowed: self.allowedMaximumSize, afterField: sawField)
             } else {
                 // A literal: with incremental indexing (01), without (0000) or never indexed (0001).
                 let indexing = first & 0xC0 == 0x40
@@ -103,33 +99,14 @@ public struct HPACKAnswerDecoder: Sendable {
 
     // MARK: - Primitives
 
-    private static func error(_ reason: String) -> HTTP2ConnectionError {
-        HTTP2ConnectionError(code: HTTP2Wire.ErrorCode.compressionError, "HPACK: \(reason)")
-    }
+    private static func error(_ reason: String) -> HTTP2ConnectionError { HPACKHeaderDecoder.error(reason) }
 
-    /// An integer with an `prefix`-bit prefix whose first byte is `first` (RFC 7541 §5.1).
     private static func integer(_ first: UInt8, prefix: Int, _ block: inout ByteBuffer) throws(HTTP2ConnectionError) -> Int {
-        let mask = UInt8(1 << prefix - 1)
-        var value = Int(first & mask)
-        guard value == Int(mask) else { return value }
-        var shift = 0
-        while true {
-            guard let byte = block.readInteger(as: UInt8.self) else { throw Self.error("an integer cut off at the block's end") }
-            guard shift <= 21 else { throw Self.error("an integer above 2^28") }
-            value += Int(byte & 0x7F) << shift
-            shift += 7
-            if byte & 0x80 == 0 { return value }
-        }
+        try HPACKHeaderDecoder.integer(first, prefix: prefix, &block)
     }
 
-    /// Reads a string literal's length prefix and returns the Huffman flag and its bytes.
     private static func stringBytes(_ block: inout ByteBuffer) throws(HTTP2ConnectionError) -> (huffman: Bool, bytes: ByteBuffer) {
-        guard let first = block.readInteger(as: UInt8.self) else { throw Self.error("a string missing at the block's end") }
-        let length = try Self.integer(first, prefix: 7, &block)
-        guard let bytes = block.readSlice(length: length) else {
-            throw Self.error("a string of \(length) bytes with \(block.readableBytes) left in the block")
-        }
-        return (first & 0x80 != 0, bytes)
+        try HPACKHeaderDecoder.stringBytes(&block)
     }
 
     /// A literal name: its decoded length and whether it is `:status`. Every answer of a server
@@ -180,25 +157,11 @@ public struct HPACKAnswerDecoder: Sendable {
     }
 
     private static func huffman(_ bytes: ByteBuffer, _ body: (UInt8) -> Void) throws(HTTP2ConnectionError) {
-        do {
-            try bytes.withUnsafeReadableBytes { raw throws(HPACKHuffman.DecodingError) in try HPACKHuffman.decode(raw, body) }
-        } catch {
-            throw Self.error(error == .endOfString ? "a Huffman string containing EOS" : "a Huffman string badly padded")
-        }
+        try HPACKHeaderDecoder.huffman(bytes, body)
     }
 
     private static let staticStatuses = [200, 204, 206, 304, 400, 404, 500]
 
     /// The lengths of the static table's names, index 1 to 61 (RFC 7541 Appendix A).
-    private static let staticNameLengths: [Int] = [
-        ":authority", ":method", ":method", ":path", ":path", ":scheme", ":scheme", ":status", ":status", ":status",
-        ":status", ":status", ":status", ":status", "accept-charset", "accept-encoding", "accept-language",
-        "accept-ranges", "accept", "access-control-allow-origin", "age", "allow", "authorization", "cache-control",
-        "content-disposition", "content-encoding", "content-language", "content-length", "content-location",
-        "content-range", "content-type", "cookie", "date", "etag", "expect", "expires", "from", "host", "if-match",
-        "if-modified-since", "if-none-match", "if-range", "if-unmodified-since", "last-modified", "link", "location",
-        "max-forwards", "proxy-authenticate", "proxy-authorization", "range", "referer", "refresh", "retry-after",
-        "server", "set-cookie", "strict-transport-security", "transfer-encoding", "user-agent", "vary", "via",
-        "www-authenticate",
-    ].map(\.utf8.count)
+    private static let staticNameLengths: [Int] = HPACKStaticTable.fields.map(\.name.utf8.count)
 }

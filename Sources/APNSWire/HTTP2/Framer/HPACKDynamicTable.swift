@@ -34,6 +34,16 @@ struct HPACKDynamicTable<Entry: Sendable>: Sendable {
         return nil
     }
 
+    /// A dynamic table size update (RFC 7541 §6.3): allowed only before a block's first field, and
+    /// up to `allowed` (the size this side announced).
+    mutating func update(maximumSize size: Int, allowed: Int, afterField: Bool) throws(HTTP2ConnectionError) {
+        guard !afterField else { throw HPACKHeaderDecoder.error("a dynamic table size update after a header field") }
+        guard size <= allowed else {
+            throw HPACKHeaderDecoder.error("a dynamic table size update to \(size) bytes, above the \(allowed) allowed")
+        }
+        self.maximumSize = size
+    }
+
     mutating func insert(_ entry: Entry, size: Int) {
         self.evict(toFit: size)
         guard size <= self.maximumSize else { return }

@@ -1,4 +1,3 @@
-public import DequeModule
 public import NIOCore
 
 /// The client side of one HTTP/2 connection to APNs, framed by hand: the bytes to write and what the
@@ -41,15 +40,14 @@ public struct HTTP2ClientFramer {
         HTTP2SettingValue(HTTP2Wire.Setting.maxHeaderListSize, 1 << 16),
     ]
     /// The largest header block accepted, across CONTINUATION frames.
-    public static let maximumHeaderBlock = 1 << 16
+    public static var maximumHeaderBlock: Int { HTTP2HeaderBlockAssembler<Void>.maximumSize }
 
     // Reading.
     private var parser = HTTP2FrameParser()
     private var decoder = HPACKAnswerDecoder()
     private var sawSettings = false
-    /// A header block arriving in pieces: its stream, whether its HEADERS ended the stream, and the
-    /// fragments so far.
-    private var block: (streamID: Int32, endStream: Bool, bytes: ByteBuffer)?
+    /// Header blocks arriving in pieces.
+    private var blocks = HTTP2HeaderBlockAssembler<Void>()
     /// Answers whose HEADERS came without END_STREAM: their status, the body so far, and the
     /// stream's receive window.
     private var partial: [Int32: (status: Int, body: ByteBuffer?, window: HTTP2InboundWindow)] = [:]
@@ -57,18 +55,14 @@ public struct HTTP2ClientFramer {
 
     // Writing.
     private var encoder: HPACKRequestEncoder
-    /// Frames written and not yet taken.
-    private var output: ByteBuffer?
-    /// A taken batch's storage, reused once its reader has let go of it.
-    private var spare: ByteBuffer?
-    private let allocator: ByteBufferAllocator
-    public private(set) var peerMaxFrameSize = HTTP2Wire.defaultMaxFrameSize
+    private var output: HTTP2FrameOutput
+    public var peerMaxFrameSize: Int { self.blocked.maxFrameSize }
     /// Bytes of DATA the connection may still send.
-    public private(set) var sendWindow = HTTP2InboundWindow.protocolDefault
+    public var sendWindow: Int { self.blocked.connectionWindow }
     /// The peer's `SETTINGS_INITIAL_WINDOW_SIZE`: each new stream's send window.
-    public private(set) var initialStreamWindow = HTTP2InboundWindow.protocolDefault
-    /// Request bodies waiting for send window, in stream order, with their streams' windows.
-    private var blocked: Deque<(streamID: Int32, data: ByteBuffer, window: Int)> = []
+    public var initialStreamWindow: Int { self.blocked.initialStreamWindow }
+    /// The send windows, and request bodies waiting for them, in stream order.
+    private var blocked = HTTP2SendQueue()
 
     /// - Parameters:
     ///   - authority: `:authority` of every request.
@@ -76,28 +70,20 @@ public struct HTTP2ClientFramer {
     public init(authority: String, receiveWindow: Int, allocator: ByteBufferAllocator = ByteBufferAllocator()) {
         self.encoder = HPACKRequestEncoder(authority: authority)
         self.receiveWindow = HTTP2InboundWindow(target: receiveWindow)
-        self.allocator = allocator
+        self.output = HTTP2FrameOutput(allocator: allocator)
     }
 
     /// The connection preface, SETTINGS and the receive window's first credit.
     public mutating func start() {
-        self.withOutput { $0.writeBytes(HTTP2Wire.preface) }
-        self.writeFrame(type: HTTP2Wire.FrameType.settings, flags: 0, streamID: 0) { output in
-            for setting in Self.settings {
-                output.writeInteger(setting.identifier)
-                output.writeInteger(setting.value)
-            }
-        }
-        if let increment = self.receiveWindow.initialIncrement { self.returnCredit(streamID: 0, increment) }
+        self.output.write { $0.writeBytes(HTTP2Wire.preface) }
+        self.output.writeSettings(Self.settings)
+        if let increment = self.receiveWindow.initialIncrement { self.output.writeWindowUpdate(streamID: 0, increment) }
     }
 
     /// The bytes to write, if any; the storage is reused for a later batch once the caller has let
     /// go of it (a TLS handler, once it encrypted them).
     public mutating func take() -> ByteBuffer? {
-        guard let output = self.output else { return nil }
-        self.output = nil
-        self.spare = output
-        return output
+        self.output.take()
     }
 
     // MARK: - Writing
@@ -114,7 +100,7 @@ public struct HTTP2ClientFramer {
     /// - Parameter authorization: the provider token's compact form, for token authentication.
     public mutating func writeRequest(streamID: Int32, notification: HTTP2Notification, authorization: String?) {
         let maxFrameSize = self.peerMaxFrameSize
-        var output = self.openOutput()
+        var output = self.output.open()
         let start = output.writerIndex
         output.writeRepeatingByte(0, count: HTTP2Wire.frameHeaderLength)
         self.encoder.writeBlock(for: notification.token, template: notification.template, authorization: authorization, into: &output)
@@ -125,30 +111,27 @@ public struct HTTP2ClientFramer {
         }
         let payload = notification.template.payload
         if self.blocked.isEmpty, payload.readableBytes <= min(self.sendWindow, self.initialStreamWindow, maxFrameSize) {
-            self.sendWindow -= payload.readableBytes
+            self.blocked.connectionWindow -= payload.readableBytes
             HTTP2Wire.writeFrameHeader(
                 length: payload.readableBytes, type: HTTP2Wire.FrameType.data, flags: HTTP2Wire.Flag.endStream, streamID: streamID, to: &output
             )
             output.writeImmutableBuffer(payload)
-            self.output = consume output
+            self.output.close(consume output)
         } else {
-            self.output = consume output
-            self.blocked.append((streamID, payload, self.initialStreamWindow))
+            self.output.close(consume output)
+            self.blocked.append(streamID: streamID, payload, window: self.initialStreamWindow)
             self.sendBlocked()
         }
     }
 
     /// A PING; its acknowledgement is reported as ``Event/pingAnswered``.
     public mutating func ping() {
-        self.writeFrame(type: HTTP2Wire.FrameType.ping, flags: 0, streamID: 0) { $0.writeInteger(UInt64(0)) }
+        self.output.writeFrame(type: HTTP2Wire.FrameType.ping, flags: 0, streamID: 0) { $0.writeInteger(UInt64(0)) }
     }
 
     /// GOAWAY for `error` (no stream of the server's was processed: there are none).
     public mutating func fail(_ error: HTTP2ConnectionError) {
-        self.writeFrame(type: HTTP2Wire.FrameType.goAway, flags: 0, streamID: 0) { output in
-            output.writeInteger(UInt32(0))
-            output.writeInteger(error.code)
-        }
+        self.output.writeGoAway(lastStreamID: 0, errorCode: error.code)
     }
 
     /// Rewrites a header block larger than the peer's frame size as HEADERS and CONTINUATION frames.
@@ -169,60 +152,7 @@ public struct HTTP2ClientFramer {
 
     /// Writes as much of the waiting request bodies as the send windows allow, in order.
     private mutating func sendBlocked() {
-        while var first = self.blocked.first {
-            let length = min(first.data.readableBytes, self.sendWindow, first.window, self.peerMaxFrameSize)
-            guard length > 0 || first.data.readableBytes == 0 else { return }
-            let piece = first.data.readSlice(length: length)!
-            self.sendWindow -= length
-            first.window -= length
-            let last = first.data.readableBytes == 0
-            self.withOutput { output in
-                HTTP2Wire.writeFrameHeader(
-                    length: length, type: HTTP2Wire.FrameType.data, flags: last ? HTTP2Wire.Flag.endStream : 0, streamID: first.streamID, to: &output
-                )
-                output.writeImmutableBuffer(piece)
-            }
-            if last {
-                self.blocked.removeFirst()
-            } else {
-                self.blocked[self.blocked.startIndex] = first
-            }
-        }
-    }
-
-    private mutating func withOutput(_ body: (inout ByteBuffer) -> Void) {
-        var output = self.openOutput()
-        body(&output)
-        // `consume`: the local's reference ends here, or the next write would copy the buffer.
-        self.output = consume output
-    }
-
-    /// The output buffer, moved out of `self` (so that it stays uniquely referenced) to be written
-    /// and put back: the batch so far, or the spare storage, or a new buffer.
-    private mutating func openOutput() -> ByteBuffer {
-        if let output = self.output {
-            self.output = nil
-            return output
-        }
-        if var spare = self.spare {
-            self.spare = nil
-            spare.clear()
-            return spare
-        }
-        return self.allocator.buffer(capacity: 16_384)
-    }
-
-    private mutating func writeFrame(type: UInt8, flags: UInt8, streamID: Int32, payload: (inout ByteBuffer) -> Void) {
-        self.withOutput { output in
-            let start = output.writerIndex
-            output.writeRepeatingByte(0, count: HTTP2Wire.frameHeaderLength)
-            payload(&output)
-            HTTP2Wire.setFrameHeader(at: start, type: type, flags: flags, streamID: streamID, in: &output)
-        }
-    }
-
-    private mutating func returnCredit(streamID: Int32, _ increment: Int) {
-        self.writeFrame(type: HTTP2Wire.FrameType.windowUpdate, flags: 0, streamID: streamID) { $0.writeInteger(UInt32(increment)) }
+        self.blocked.send(into: &self.output)
     }
 
     // MARK: - Reading
@@ -244,21 +174,13 @@ public struct HTTP2ClientFramer {
         }
         switch frame {
         case .headers(let streamID, let fragment, let endHeaders, let endStream):
-            if endHeaders {
-                try self.headerBlock(fragment, streamID: streamID, endStream: endStream, handle)
-            } else {
-                self.block = (streamID, endStream, ByteBuffer(buffer: fragment))
+            if let block = self.blocks.headers(streamID: streamID, fragment: fragment, endHeaders: endHeaders, endStream: endStream, context: ()) {
+                try self.headerBlock(block.bytes, streamID: streamID, endStream: endStream, handle)
             }
-        case .continuation(_, var fragment, let endHeaders):
-            guard var block = self.block else { return }
-            guard block.bytes.readableBytes + fragment.readableBytes <= Self.maximumHeaderBlock else {
-                throw HTTP2ConnectionError(
-                    code: HTTP2Wire.ErrorCode.protocolError, "a header block on stream \(block.streamID) longer than \(Self.maximumHeaderBlock) bytes"
-                )
+        case .continuation(_, let fragment, let endHeaders):
+            if let block = try self.blocks.continuation(fragment: fragment, endHeaders: endHeaders) {
+                try self.headerBlock(block.bytes, streamID: block.streamID, endStream: block.endStream, handle)
             }
-            block.bytes.writeBuffer(&fragment)
-            self.block = endHeaders ? nil : block
-            if endHeaders { try self.headerBlock(block.bytes, streamID: block.streamID, endStream: block.endStream, handle) }
         case .data(let streamID, let payload, let length, let endStream):
             self.data(payload, streamID: streamID, flowControlledLength: length, endStream: endStream, handle)
         case .settings(let settings):
@@ -267,15 +189,15 @@ public struct HTTP2ClientFramer {
             // From now on the server's answers use no dynamic table (``settings``).
             self.decoder.allowedMaximumSize = 0
         case .ping(let data, ack: false):
-            self.writeFrame(type: HTTP2Wire.FrameType.ping, flags: HTTP2Wire.Flag.ack, streamID: 0) { $0.writeInteger(data) }
+            self.output.writeFrame(type: HTTP2Wire.FrameType.ping, flags: HTTP2Wire.Flag.ack, streamID: 0) { $0.writeInteger(data) }
         case .ping(_, ack: true):
             handle(.pingAnswered)
         case .goAway(let lastStreamID, let errorCode, let debugData):
-            self.blocked.removeAll { $0.streamID > lastStreamID }
+            self.blocked.removeAll { $0 > lastStreamID }
             handle(.goAway(lastStreamID: lastStreamID, errorCode: errorCode, debugData: debugData))
         case .rstStream(let streamID, let errorCode):
             self.partial.removeValue(forKey: streamID)
-            self.blocked.removeAll { $0.streamID == streamID }
+            self.blocked.removeAll { $0 == streamID }
             handle(.reset(streamID: streamID, refused: errorCode == HTTP2Wire.ErrorCode.refusedStream))
         case .windowUpdate(let streamID, let increment):
             try self.windowUpdate(streamID: streamID, increment: increment)
@@ -304,7 +226,7 @@ public struct HTTP2ClientFramer {
     }
 
     private mutating func data(_ payload: ByteBuffer, streamID: Int32, flowControlledLength length: Int, endStream: Bool, _ handle: (Event) -> Void) {
-        if let increment = self.receiveWindow.received(length) { self.returnCredit(streamID: 0, increment) }
+        if let increment = self.receiveWindow.received(length) { self.output.writeWindowUpdate(streamID: 0, increment) }
         guard var answer = self.partial[streamID] else { return }
         if payload.readableBytes > 0 {
             if answer.body == nil {
@@ -319,7 +241,7 @@ public struct HTTP2ClientFramer {
             handle(.answered(streamID: streamID, status: answer.status, body: answer.body))
         } else {
             // A body longer than half a stream window: the stream needs credit of its own.
-            if let increment = answer.window.received(length) { self.returnCredit(streamID: streamID, increment) }
+            if let increment = answer.window.received(length) { self.output.writeWindowUpdate(streamID: streamID, increment) }
             self.partial[streamID] = answer
         }
     }
@@ -328,34 +250,14 @@ public struct HTTP2ClientFramer {
     private mutating func apply(_ settings: [HTTP2SettingValue]) throws(HTTP2ConnectionError) -> Int? {
         var maxConcurrentStreams: Int?
         for setting in settings {
-            let value = Int(setting.value)
+            guard try !self.blocked.apply(setting) else { continue }
             switch setting.identifier {
-            case HTTP2Wire.Setting.headerTableSize:
-                self.encoder.peerAllows(headerTableSize: value)
-            case HTTP2Wire.Setting.enablePush:
-                guard value <= 1 else { throw HTTP2ConnectionError(code: HTTP2Wire.ErrorCode.protocolError, "SETTINGS_ENABLE_PUSH \(value)") }
-            case HTTP2Wire.Setting.maxConcurrentStreams:
-                maxConcurrentStreams = value
-            case HTTP2Wire.Setting.initialWindowSize:
-                guard value <= HTTP2Wire.maxWindow else {
-                    throw HTTP2ConnectionError(code: HTTP2Wire.ErrorCode.flowControlError, "SETTINGS_INITIAL_WINDOW_SIZE \(value), above 2^31-1")
-                }
-                let delta = value - self.initialStreamWindow
-                self.initialStreamWindow = value
-                for index in self.blocked.indices {
-                    self.blocked[index].window += delta
-                    try Self.checkWindow(self.blocked[index].window, of: self.blocked[index].streamID)
-                }
-            case HTTP2Wire.Setting.maxFrameSize:
-                guard value >= HTTP2Wire.defaultMaxFrameSize, value < 1 << 24 else {
-                    throw HTTP2ConnectionError(code: HTTP2Wire.ErrorCode.protocolError, "SETTINGS_MAX_FRAME_SIZE \(value), outside 16,384 to 16,777,215")
-                }
-                self.peerMaxFrameSize = value
-            default:
-                break
+            case HTTP2Wire.Setting.headerTableSize: self.encoder.peerAllows(headerTableSize: Int(setting.value))
+            case HTTP2Wire.Setting.maxConcurrentStreams: maxConcurrentStreams = Int(setting.value)
+            default: break
             }
         }
-        self.writeFrame(type: HTTP2Wire.FrameType.settings, flags: HTTP2Wire.Flag.ack, streamID: 0) { _ in }
+        self.output.writeFrame(type: HTTP2Wire.FrameType.settings, flags: HTTP2Wire.Flag.ack, streamID: 0) { _ in }
         self.sawSettings = true
         self.sendBlocked()
         return maxConcurrentStreams
@@ -363,21 +265,10 @@ public struct HTTP2ClientFramer {
 
     private mutating func windowUpdate(streamID: Int32, increment: Int) throws(HTTP2ConnectionError) {
         if streamID == 0 {
-            self.sendWindow += increment
-            try Self.checkWindow(self.sendWindow, of: 0)
-        } else if let index = self.blocked.firstIndex(where: { $0.streamID == streamID }) {
-            self.blocked[index].window += increment
-            try Self.checkWindow(self.blocked[index].window, of: streamID)
+            try self.blocked.grantConnection(increment)
+        } else {
+            _ = try self.blocked.grant(increment, to: streamID)
         }
         self.sendBlocked()
-    }
-
-    private static func checkWindow(_ window: Int, of streamID: Int32) throws(HTTP2ConnectionError) {
-        guard window <= HTTP2Wire.maxWindow else {
-            throw HTTP2ConnectionError(
-                code: HTTP2Wire.ErrorCode.flowControlError,
-                streamID == 0 ? "the connection's send window above 2^31-1" : "stream \(streamID)'s send window above 2^31-1"
-            )
-        }
     }
 }

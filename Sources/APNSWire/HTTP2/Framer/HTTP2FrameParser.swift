@@ -1,6 +1,6 @@
 public import NIOCore
 
-/// The HTTP/2 numbers a client of APNs writes and reads (RFC 9113).
+/// The HTTP/2 numbers an APNs connection writes and reads (RFC 9113).
 public enum HTTP2Wire {
     /// The client connection preface, sent before the first SETTINGS frame.
     public static let preface: [UInt8] = Array("PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n".utf8)
@@ -42,6 +42,7 @@ public enum HTTP2Wire {
         public static let protocolError: UInt32 = 0x1
         public static let internalError: UInt32 = 0x2
         public static let flowControlError: UInt32 = 0x3
+        public static let streamClosed: UInt32 = 0x5
         public static let frameSizeError: UInt32 = 0x6
         public static let refusedStream: UInt32 = 0x7
         public static let compressionError: UInt32 = 0x9
@@ -99,8 +100,8 @@ public struct HTTP2ConnectionError: Error, Hashable, CustomStringConvertible {
     public var description: String { "HTTP/2 \(HTTP2Wire.ErrorCode.name(self.code)): \(self.reason)" }
 }
 
-/// One frame read from APNs, as much of it as a client needs. Payloads are slices of the bytes
-/// read: nothing is copied.
+/// One frame read, as much of it as either side of an APNs connection needs. Payloads are slices
+/// of the bytes read: nothing is copied.
 public enum HTTP2InboundFrame: Sendable, Hashable {
     /// DATA. `flowControlledLength` is what the frame takes of the receive windows (its payload,
     /// padding and pad-length octet).
@@ -129,9 +130,9 @@ public struct HTTP2SettingValue: Sendable, Hashable {
     }
 }
 
-/// Cuts the bytes a client reads into frames and checks what RFC 9113 makes a connection error at
-/// this level: lengths, stream ids, padding, a header block interrupted by another frame, a push
-/// (this client disables push). Frames may arrive split across reads and several in one read.
+/// Cuts the bytes read into frames and checks what RFC 9113 makes a connection error at this level:
+/// lengths, stream ids, padding, a header block interrupted by another frame, a push (neither side
+/// of an APNs connection accepts one). Frames may arrive split across reads and several in one read.
 public struct HTTP2FrameParser: Sendable {
     /// The largest frame payload accepted: this side's `SETTINGS_MAX_FRAME_SIZE`.
     public let maxFrameSize: Int
@@ -219,7 +220,7 @@ public struct HTTP2FrameParser: Sendable {
             }
             return .settings(settings)
         case HTTP2Wire.FrameType.pushPromise:
-            throw HTTP2ConnectionError(code: HTTP2Wire.ErrorCode.protocolError, "PUSH_PROMISE on stream \(streamID), though this client disabled push")
+            throw HTTP2ConnectionError(code: HTTP2Wire.ErrorCode.protocolError, "PUSH_PROMISE on stream \(streamID), which neither side of an APNs connection accepts")
         case HTTP2Wire.FrameType.ping:
             try Self.requireConnection(streamID, type: "PING")
             try Self.requireLength(length, 8, type: "PING")
@@ -269,5 +270,45 @@ public struct HTTP2FrameParser: Sendable {
             )
         }
         payload = payload.getSlice(at: payload.readerIndex, length: payload.readableBytes - Int(padding))!
+    }
+}
+
+/// Joins a header block sent as HEADERS and CONTINUATION frames (the parser has checked that
+/// nothing came between them), up to ``maximumSize`` bytes. `Context` is what the owner needs to
+/// remember of the HEADERS frame.
+struct HTTP2HeaderBlockAssembler<Context> {
+    /// The largest header block accepted, across CONTINUATION frames.
+    static var maximumSize: Int { 1 << 16 }
+
+    struct Block {
+        var streamID: Int32
+        var endStream: Bool
+        var context: Context
+        var bytes: ByteBuffer
+    }
+
+    private var pending: Block?
+
+    /// A HEADERS frame: its block if whole, or nil until the CONTINUATION that ends it.
+    mutating func headers(streamID: Int32, fragment: ByteBuffer, endHeaders: Bool, endStream: Bool, context: Context) -> Block? {
+        // A copy when it is to be appended to: the fragment is a slice of the bytes read.
+        let block = Block(streamID: streamID, endStream: endStream, context: context, bytes: endHeaders ? fragment : ByteBuffer(buffer: fragment))
+        if endHeaders { return block }
+        self.pending = block
+        return nil
+    }
+
+    /// A CONTINUATION frame: the whole block once it ends.
+    mutating func continuation(fragment: ByteBuffer, endHeaders: Bool) throws(HTTP2ConnectionError) -> Block? {
+        guard var block = self.pending else { return nil }
+        guard block.bytes.readableBytes + fragment.readableBytes <= Self.maximumSize else {
+            throw HTTP2ConnectionError(
+                code: HTTP2Wire.ErrorCode.protocolError, "a header block on stream \(block.streamID) longer than \(Self.maximumSize) bytes"
+            )
+        }
+        var fragment = fragment
+        block.bytes.writeBuffer(&fragment)
+        self.pending = endHeaders ? nil : block
+        return endHeaders ? block : nil
     }
 }
