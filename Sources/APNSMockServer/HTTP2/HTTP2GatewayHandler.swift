@@ -112,6 +112,8 @@ final class HTTP2GatewayHandler: ChannelInboundHandler {
     }
 
     func channelRead(context: ChannelHandlerContext, data: NIOAny) {
+        // After GOAWAY (or a connection error) only the close is left to do.
+        guard !self.closing else { return }
         var bytes = self.unwrapInboundIn(data)
         if var unread = self.unread {
             unread.writeBuffer(&bytes)
