@@ -174,8 +174,10 @@ public struct HTTP2ClientFramer {
         }
         switch frame {
         case .headers(let streamID, let fragment, let endHeaders, let endStream):
-            if let block = self.blocks.headers(streamID: streamID, fragment: fragment, endHeaders: endHeaders, endStream: endStream, context: ()) {
-                try self.headerBlock(block.bytes, streamID: streamID, endStream: endStream, handle)
+            if endHeaders {
+                try self.headerBlock(fragment, streamID: streamID, endStream: endStream, handle)
+            } else {
+                self.blocks.begin(streamID: streamID, fragment: fragment, endStream: endStream, context: ())
             }
         case .continuation(_, let fragment, let endHeaders):
             if let block = try self.blocks.continuation(fragment: fragment, endHeaders: endHeaders) {

@@ -289,13 +289,10 @@ struct HTTP2HeaderBlockAssembler<Context> {
 
     private var pending: Block?
 
-    /// A HEADERS frame: its block if whole, or nil until the CONTINUATION that ends it.
-    mutating func headers(streamID: Int32, fragment: ByteBuffer, endHeaders: Bool, endStream: Bool, context: Context) -> Block? {
-        // A copy when it is to be appended to: the fragment is a slice of the bytes read.
-        let block = Block(streamID: streamID, endStream: endStream, context: context, bytes: endHeaders ? fragment : ByteBuffer(buffer: fragment))
-        if endHeaders { return block }
-        self.pending = block
-        return nil
+    /// A HEADERS frame without END_HEADERS: its block waits for the CONTINUATION that ends it.
+    mutating func begin(streamID: Int32, fragment: ByteBuffer, endStream: Bool, context: Context) {
+        // A copy: the fragment is a slice of the bytes read, and is appended to.
+        self.pending = Block(streamID: streamID, endStream: endStream, context: context, bytes: ByteBuffer(buffer: fragment))
     }
 
     /// A CONTINUATION frame: the whole block once it ends.

@@ -230,8 +230,10 @@ public struct HTTP2ServerFramer {
         switch frame {
         case .headers(let streamID, let fragment, let endHeaders, let endStream):
             let opens = try self.opens(streamID)
-            if let block = self.blocks.headers(streamID: streamID, fragment: fragment, endHeaders: endHeaders, endStream: endStream, context: opens) {
-                try self.headerBlock(block.bytes, streamID: streamID, endStream: endStream, opens: opens, handle)
+            if endHeaders {
+                try self.headerBlock(fragment, streamID: streamID, endStream: endStream, opens: opens, handle)
+            } else {
+                self.blocks.begin(streamID: streamID, fragment: fragment, endStream: endStream, context: opens)
             }
         case .continuation(_, let fragment, let endHeaders):
             if let block = try self.blocks.continuation(fragment: fragment, endHeaders: endHeaders) {
