@@ -48,6 +48,9 @@ public struct HTTP2ServerFramer {
         var credit = 0
     }
 
+    /// This side's SETTINGS.
+    private let settings: [HTTP2SettingValue]
+
     // Reading.
     private var sawPreface = false
     private var sawSettings = false
@@ -84,8 +87,6 @@ public struct HTTP2ServerFramer {
         self.output = HTTP2FrameOutput(allocator: allocator)
         self.settings = settings
     }
-
-    private let settings: [HTTP2SettingValue]
 
     /// This side's SETTINGS, the server's connection preface.
     public mutating func start() {
