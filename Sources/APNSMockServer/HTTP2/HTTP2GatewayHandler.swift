@@ -53,7 +53,7 @@ final class HTTP2GatewayHandler: ChannelInboundHandler {
     private let allocator: ByteBufferAllocator
     private var framer: HTTP2ServerFramer
     /// Bytes read and not yet a whole frame.
-    private var unread: ByteBuffer?
+    private var inbound = ByteBuffer()
     /// The framer's events of one read (kept for its storage).
     private var events: [HTTP2ServerFramer.Event] = []
     private var validator: HTTP2RequestValidator
@@ -115,10 +115,10 @@ final class HTTP2GatewayHandler: ChannelInboundHandler {
         // After GOAWAY (or a connection error) only the close is left to do.
         guard !self.closing else { return }
         var bytes = self.unwrapInboundIn(data)
-        if var unread = self.unread {
-            unread.writeBuffer(&bytes)
-            bytes = unread
-            self.unread = nil
+        if self.inbound.readableBytes == 0 {
+            self.inbound = bytes
+        } else {
+            self.inbound.writeBuffer(&bytes)
         }
         // The events are handled once the read is: handling one writes to the framer.
         var events = self.events
@@ -129,17 +129,13 @@ final class HTTP2GatewayHandler: ChannelInboundHandler {
         }
         let failure: HTTP2ConnectionError?
         do {
-            try self.framer.read(&bytes) { events.append($0) }
+            try self.framer.read(&self.inbound) { events.append($0) }
             failure = nil
         } catch {
             failure = error
         }
         for event in events { self.handle(context: context, event) }
-        if let failure {
-            self.fail(context: context, failure)
-            return
-        }
-        if bytes.readableBytes > 0 { self.unread = bytes }
+        if let failure { self.fail(context: context, failure) }
     }
 
     func channelReadComplete(context: ChannelHandlerContext) {
