@@ -8,9 +8,11 @@ extension WorkerService {
         public var workerID: String
         /// Slots, each with its own connection. Defaults to 4.
         public var connections: Int
-        /// Shards of one campaign a slot works at once over its connection. Defaults to 4: over the
-        /// binary protocol a proof round then spans several shards instead of one, while a crash
-        /// re-sends at most this many shards per connection.
+        /// Shards of one campaign a slot works at once over its connection. Defaults to 4. Over the
+        /// binary protocol a slot takes more while its channel wants more tokens on hand
+        /// (``DeliveryChannel/tokensWanted``: enough for a proof round to outlast the gateway's
+        /// error delay, at most the sender's `confirmEvery`). A crash re-sends at most the
+        /// unsettled tokens of the shards a slot works.
         public var shardsPerConnection: Int
         /// A shard's lease, renewed by every checkpoint. Defaults to 30,000 ms.
         public var leaseMilliseconds: Int

@@ -17,7 +17,8 @@ import Glibc
 /// to ``Configuration/shardsPerConnection`` shards of one campaign over it at once: the next shard is
 /// claimed as soon as the previous one is fully handed to the channel, so the channel never waits for
 /// a shard's last answers (over the binary protocol, the proof of its last frames) before sending
-/// more. On ``DrainSignal`` the slots stop claiming, wait for the outcomes of what was already sent,
+/// more. A binary channel may ask for more shards (``DeliveryChannel/tokensWanted``), up to
+/// ``maximumShardsPerSlot``. On ``DrainSignal`` the slots stop claiming, wait for the outcomes of what was already sent,
 /// checkpoint, and release the unsent tail.
 public final class WorkerService: Sendable {
     public let configuration: Configuration
@@ -78,6 +79,9 @@ public final class WorkerService: Sendable {
         try? await self.queue.reportGone(worker: worker, topic: topic, environment: environment)
     }
 
+    /// The most shards a slot works at once, whatever its channel asks for.
+    static let maximumShardsPerSlot = 256
+
     /// What a slot serves: shards of its topic's campaigns, one campaign at a time, or the
     /// notifications of its topic's lane, any number of them at once.
     private enum SlotWork: Sendable {
@@ -127,6 +131,9 @@ public final class WorkerService: Sendable {
         case .notifications: self.configuration.notificationRuns
         }
         var active = 0
+        // The unsettled tokens of the active runs, as claimed (total less cursor), by run.
+        var onHand: [UInt64: Int] = [:]
+        var tokensOnHand = 0
         var feeding: UInt64? = nil
         var campaign: UUID? = nil
         var resetting = false
@@ -152,7 +159,9 @@ public final class WorkerService: Sendable {
                     }
                     if drain.isTriggered { break }
                 }
-                if !drain.isTriggered, !resetting, feeding == nil, active < shardLimit {
+                if !drain.isTriggered, !resetting, feeding == nil,
+                   active < shardLimit || (work == .campaigns && active < Self.maximumShardsPerSlot && tokensOnHand < context.channel.tokensWanted ?? 0)
+                {
                     let claimed: Claim?
                     do {
                         claimed = try await self.claim(work.kind, campaign: campaign, templates: templates)
@@ -166,6 +175,9 @@ public final class WorkerService: Sendable {
                         let (inputs, continuation) = AsyncStream.makeStream(of: SlotInput.self)
                         context.register(run, continuation)
                         if work == .campaigns { campaign = claimed.lease.campaign }
+                        let tokens = max(0, claimed.lease.tokenCount - claimed.lease.cursor)
+                        onHand[run] = tokens
+                        tokensOnHand += tokens
                         active += 1
                         feeding = run
                         group.addTask { [context] in
@@ -195,6 +207,7 @@ public final class WorkerService: Sendable {
                     if feeding == run { feeding = nil }
                 case .ended(let run):
                     active -= 1
+                    tokensOnHand -= onHand.removeValue(forKey: run) ?? 0
                     if feeding == run { feeding = nil }
                     if context.isHalted && !resetting {
                         // A shard was given up on (its task halted the channel before its deadline

@@ -51,17 +51,19 @@ import Glibc
         let fixture = try await PipelineFixture.start(count: Self.count)
         defer { Task { await fixture.stop() } }
         let coordinator = try fixture.startCoordinator()
-        var workers = try (0..<3).map { _ in try fixture.startWorker() }
+        // A connection holds at most 4 shards, or 3,000 unconfirmed tokens and one more shard: 4,000.
+        let bounded = ["--confirm-every", "3000"]
+        var workers = try (0..<3).map { _ in try fixture.startWorker(extra: bounded) }
         let id = try await fixture.launch()
         for kill in 1...2 {
             _ = try await fixture.waitForStatus(id) { ($0["accepted"] as? Int ?? 0) >= kill * Self.count / 4 }
             workers[0].signal(SIGKILL)
             await workers[0].wait()
-            workers[0] = try fixture.startWorker()
+            workers[0] = try fixture.startWorker(extra: bounded)
         }
         let status = try await fixture.waitForCompletion(id)
         // Re-sends are counted, bounded by what two killed workers held unconfirmed (4 connections
-        // with 4 shards of 1,000 tokens each), and every duplicate delivery is one of them.
+        // with 4,000 tokens each), and every duplicate delivery is one of them.
         let resent = try #require(status["resent"] as? Int)
         #expect(resent <= 2 * 4 * 4 * 1_000)
         fixture.expectReconciled(status, duplicatesAllowed: resent)

@@ -1,6 +1,7 @@
 public import APNSWire
 public import Logging
 public import NIOCore
+import Synchronization
 
 /// Sends notifications over one long-lived connection of the legacy binary provider protocol.
 ///
@@ -24,6 +25,13 @@ public final class BinarySender: Sendable {
     public let events: AsyncStream<Event>
     private let core: NIOLoopBoundBox<BinarySenderCore>
     private let eventLoop: any EventLoop
+    private let pacing = FramesWanted()
+
+    /// Frames this connection should be given per proof round to keep writing through the
+    /// gateway's error delay: the tokens on hand for it should be at least this many. Measured
+    /// from its rounds (see ``BinaryRoundPacer``); one batch until a round has been measured; at
+    /// most ``Configuration/confirmEvery``. Readable from any thread.
+    public var framesWanted: Int { self.pacing.value.load(ordering: .relaxed) }
 
     public init(configuration: Configuration, eventLoop: any EventLoop, logger: Logger = Logger(label: "pushfleet.binary-sender")) {
         self.configuration = configuration
@@ -34,7 +42,7 @@ public final class BinarySender: Sendable {
         logger[metadataKey: "apns.endpoint"] = "\(configuration.host):\(configuration.port)"
         // The core is made here and from then on touched only on `eventLoop`.
         self.core = NIOLoopBoundBox.makeBoxSendingValue(
-            BinarySenderCore(configuration: configuration, eventLoop: eventLoop, events: continuation, logger: logger),
+            BinarySenderCore(configuration: configuration, eventLoop: eventLoop, events: continuation, framesWanted: self.pacing, logger: logger),
             eventLoop: eventLoop
         )
     }
@@ -82,4 +90,9 @@ public final class BinarySender: Sendable {
     public func shutdown() async -> [BinaryNotification] {
         await self.eventLoop.suspend { $0.resume(returning: self.core.value.shutdown()) }
     }
+}
+
+/// The pacer's advice, written by the sender's event loop and read by the worker's slot.
+final class FramesWanted: Sendable {
+    let value = Atomic<Int>(0)
 }

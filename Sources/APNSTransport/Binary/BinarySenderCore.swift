@@ -6,6 +6,7 @@ import NIOCore
 import NIOPosix
 import NIOSSL
 import PushFleetCore
+import Synchronization
 
 /// The event-loop-confined half of ``BinarySender``: the queue, the window of unconfirmed frames,
 /// and the connection's life. Every method runs on `eventLoop`.
@@ -49,6 +50,13 @@ final class BinarySenderCore {
     /// proof, between one batch and `confirmEvery`. Everything written after a bad frame is lost
     /// work, so when bad tokens are frequent the sender asks for proof sooner.
     private var roundLimit: Int
+    /// Measures rounds and pauses; its advice is published in ``framesWanted``.
+    private var pacer: BinaryRoundPacer
+    private let framesWanted: FramesWanted
+    /// When the current round wrote its first frame; `nil` while the window is empty.
+    private var roundStarted: NIODeadline?
+    /// When the last sentinel was written, until the next connection is ready.
+    private var sentinelWritten: NIODeadline?
     private var writeScheduled = false
     /// No frame is written at or after this time (the worker's lease, by its own clock).
     private var writeDeadline: NIODeadline?
@@ -65,6 +73,7 @@ final class BinarySenderCore {
         configuration: BinarySender.Configuration,
         eventLoop: any EventLoop,
         events: AsyncStream<BinarySender.Event>.Continuation,
+        framesWanted: FramesWanted,
         logger: Logger
     ) {
         self.configuration = configuration
@@ -73,6 +82,9 @@ final class BinarySenderCore {
         self.logger = logger
         self.sslContext = Result { try NIOSSLContext(configuration: configuration.tls) }
         self.roundLimit = configuration.confirmEvery
+        self.pacer = BinaryRoundPacer(bound: configuration.confirmEvery, minimum: configuration.batchSize)
+        self.framesWanted = framesWanted
+        framesWanted.value.store(self.pacer.framesWanted, ordering: .relaxed)
     }
 
     // MARK: - Calls from BinarySender
@@ -211,6 +223,11 @@ final class BinarySenderCore {
             return
         }
         self.state = .writing(channel, generation: generation)
+        if let sentinel = self.sentinelWritten {
+            self.sentinelWritten = nil
+            self.pacer.resumed(afterPauseOf: UInt64(max(0, (NIODeadline.now() - sentinel).nanoseconds)))
+            self.framesWanted.value.store(self.pacer.framesWanted, ordering: .relaxed)
+        }
         self.statistics.connectionsOpened += 1
         self.metrics.connections.increment()
         self.scheduleWrite()
@@ -313,6 +330,7 @@ final class BinarySenderCore {
         if count > 0 {
             self.lingerTimer?.cancel()
             self.lingerTimer = nil
+            if self.window.isEmpty { self.roundStarted = .now() }
             var buffer = channel.allocator.buffer(
                 capacity: count * BinaryFrameEncoder.frameSize(tokenByteCount: 32, payloadByteCount: self.queue[0].payload.byteCount)
             )
@@ -343,6 +361,11 @@ final class BinarySenderCore {
         guard case .writing(let channel, let generation) = self.state, !self.window.isEmpty else { return }
         self.lingerTimer?.cancel()
         self.lingerTimer = nil
+        let now = NIODeadline.now()
+        if let started = self.roundStarted {
+            self.pacer.roundWritten(frames: self.window.count, nanoseconds: UInt64(max(0, (now - started).nanoseconds)))
+        }
+        self.sentinelWritten = now
         let identifier = self.takeIdentifier()
         var buffer = channel.allocator.buffer(capacity: 64)
         self.encoder.writeSentinel(identifier: identifier, into: &buffer)

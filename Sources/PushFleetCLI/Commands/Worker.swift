@@ -36,8 +36,11 @@ struct Worker: AsyncParsableCommand {
     @Option(help: "Seconds between opening two HTTP/2 connections of the pool.")
     var connectionSpacingS: Double = 2
 
-    @Option(help: "Shards of one campaign worked at once per connection (a crash re-sends at most the unanswered part of this many per connection).")
+    @Option(help: "Shards of one campaign worked at once per connection (a crash re-sends at most the unanswered part of this many per connection). Binary: more while the proof rounds need more frames, see --confirm-every.")
     var shardsPerConnection: Int = 4
+
+    @Option(help: "Binary: frames between two proofs, and the most a connection holds unconfirmed. A connection works more than --shards-per-connection shards while its proof rounds need more frames to outlast the gateway's error delay, up to about this many tokens (plus one shard): a crash re-sends at most that many per connection.")
+    var confirmEvery: Int = 20_000
 
     @Option(help: "Shard lease in milliseconds, renewed by every checkpoint.")
     var leaseMs: Int = 30_000
@@ -55,6 +58,7 @@ struct Worker: AsyncParsableCommand {
         guard ["production", "sandbox"].contains(self.environment) else { throw ValidationError("--environment is production or sandbox") }
         guard (1...64).contains(self.connections) else { throw ValidationError("--connections is between 1 and 64") }
         guard (1...256).contains(self.shardsPerConnection) else { throw ValidationError("--shards-per-connection is between 1 and 256") }
+        guard (1...1_000_000).contains(self.confirmEvery) else { throw ValidationError("--confirm-every is between 1 and 1000000") }
         guard self.leaseMs >= 1_000 else { throw ValidationError("--lease-ms is at least 1000") }
         try self.providerToken.validate(protocol: self.protocol, tls: self.tls)
         guard self.connectionSpacingS >= 0 else { throw ValidationError("--connection-spacing-s must not be negative") }
@@ -109,7 +113,8 @@ struct Worker: AsyncParsableCommand {
             let endpoint = try self.endpoint.map { try Endpoint(parsing: $0, option: "--endpoint") }
                 ?? Endpoint(host: sandbox ? "gateway.sandbox.push.apple.com" : "gateway.push.apple.com", port: 2195)
             let configuration = BinarySender.Configuration(
-                host: endpoint.host, port: endpoint.port, tls: try self.tls.clientTLS().makeConfiguration(), maximumQueued: 1_000
+                host: endpoint.host, port: endpoint.port, tls: try self.tls.clientTLS().makeConfiguration(), confirmEvery: self.confirmEvery,
+                maximumQueued: 1_000
             )
             return .binary(configuration: configuration, group: group, logger: logger)
         }

@@ -74,6 +74,10 @@ protocol DeliveryChannel: Sendable {
     func totals() async -> SenderTotals
     /// Closes the connection(s); unanswered notifications are dropped and the outcome stream ends.
     func shutdown() async
+    /// Tokens the slot should keep on hand (in the shards it works) for its connection to stay
+    /// busy, beyond ``WorkerService/Configuration/shardsPerConnection``; `nil` when that
+    /// configured number of shards is all it takes.
+    var tokensWanted: Int? { get }
 }
 
 /// How a worker sends: makes a slot's channel, and a campaign's template.
@@ -145,6 +149,10 @@ private let laneLoops = MultiThreadedEventLoopGroup(numberOfThreads: 1)
 struct BinaryChannel: DeliveryChannel {
     let sender: BinarySender
 
+    /// A proof round holds only the tokens the slot has been given: enough of them that writing
+    /// outlasts the wait for each proof (``BinarySender/framesWanted``).
+    var tokensWanted: Int? { self.sender.framesWanted }
+
     func send(_ tokens: [DeviceToken], firstTag: UInt64, template: CampaignTemplate) async throws {
         guard case .binary(let payload, let expiration, let priority) = template else {
             preconditionFailure("a binary channel was given a template of another protocol")
@@ -198,6 +206,9 @@ struct BinaryChannel: DeliveryChannel {
 /// ``DeliveryChannel`` over the HTTP/2 provider API.
 struct HTTP2Channel: DeliveryChannel {
     let sender: HTTP2Sender
+
+    /// Answers come per request, so a few shards keep the streams full.
+    var tokensWanted: Int? { nil }
 
     func send(_ tokens: [DeviceToken], firstTag: UInt64, template: CampaignTemplate) async throws {
         guard case .http2(let template) = template else {
