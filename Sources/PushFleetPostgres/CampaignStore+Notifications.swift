@@ -90,6 +90,8 @@ extension CampaignStore {
                     ORDER BY finished_at LIMIT \(limit)
                 ), tokens AS (
                     DELETE FROM campaign_shard_tokens WHERE campaign_id IN (SELECT campaign_id FROM doomed)
+                ), failures AS (
+                    DELETE FROM token_failures WHERE campaign_id IN (SELECT campaign_id FROM doomed)
                 )
                 DELETE FROM campaigns WHERE campaign_id IN (SELECT campaign_id FROM doomed) RETURNING 1
                 """,
