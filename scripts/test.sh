@@ -5,8 +5,8 @@
 # Redis Cluster and Postgres on free loopback ports, makes throwaway test
 # certificates, builds, runs
 # `swift test` (extra arguments are passed on, e.g. --filter X; without any, the pipeline suite
-# runs after the other suites), and stops
-# everything again. Exits with the status of `swift test`.
+# runs after the other suites, then every fuzz target for 10 s with scripts/fuzz.sh), and stops
+# everything again. Exits with the status of `swift test` (and of the fuzz run).
 set -euo pipefail
 
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
@@ -62,6 +62,9 @@ else
     # routed by slot (the pipeline suite runs a campaign per protocol on it too).
     PUSHFLEET_REDIS_URL="$PUSHFLEET_REDIS_CLUSTER_URL" swift test --skip-build --filter RedisCampaignQueue || status=$?
     swift test --skip-build --filter PipelineTests || status=$?
+    # The decoders under libFuzzer, briefly: each target's properties against random and mutated
+    # input for 10 s (scripts/fuzz.sh builds them instrumented in .build-fuzz; docs/reliability.md).
+    scripts/fuzz.sh --seconds 10 || status=$?
 fi
 
 pf_stop_services

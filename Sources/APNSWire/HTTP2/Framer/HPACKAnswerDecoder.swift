@@ -34,7 +34,11 @@ public struct HPACKAnswerDecoder: Sendable {
     private static let statusName: [UInt8] = Array(":status".utf8)
 
     /// Decodes a whole header block; returns its `:status` (the last, if several), or nil when it
-    /// has none. Throws a COMPRESSION_ERROR for anything RFC 7541 forbids.
+    /// has none. Throws a COMPRESSION_ERROR for anything RFC 7541 forbids in what it decodes. The
+    /// Huffman-coded strings it has no use for are skipped by length, not decoded, so bad padding
+    /// or an EOS symbol inside one of them (an error by RFC 7541 §5.2) goes unnoticed: nothing is
+    /// read from them, and the block's lengths and table are still checked. (Found by the fuzz
+    /// target `FuzzHTTP2Answer`, which compares this decoder with ``HPACKHeaderDecoder``.)
     public mutating func status(of block: ByteBuffer) throws(HTTP2ConnectionError) -> Int? {
         var block = block
         var status: Int?
