@@ -40,25 +40,25 @@ let package = Package(
         ),
         // Declares libFuzzer's LLVMFuzzerRunDriver; see its header.
         .target(name: "CFuzzDriver"),
-        // What every target shares: `check`.
-        .target(name: "FuzzSupport"),
+        // What every target shares: `check`, the driver, feeding a decoder in chunks.
+        .target(name: "FuzzSupport", dependencies: ["CFuzzDriver", .product(name: "NIOCore", package: "swift-nio")]),
         .executableTarget(
             name: "FuzzBinaryErrorResponse",
-            dependencies: ["CFuzzDriver", "FuzzSupport", "APNSWire", .product(name: "NIOCore", package: "swift-nio")]
+            dependencies: ["FuzzSupport", "APNSWire", .product(name: "NIOCore", package: "swift-nio")]
         ),
         .executableTarget(
             name: "FuzzFeedbackTuple",
-            dependencies: ["CFuzzDriver", "FuzzSupport", "APNSWire", "PushFleetCore", .product(name: "NIOCore", package: "swift-nio")]
+            dependencies: ["FuzzSupport", "APNSWire", "PushFleetCore", .product(name: "NIOCore", package: "swift-nio")]
         ),
         .executableTarget(
             name: "FuzzHTTP2Answer",
             dependencies: [
-                "CFuzzDriver", "FuzzSupport", "APNSWire", "PushFleetCore",
+                "FuzzSupport", "APNSWire", "PushFleetCore",
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOHPACK", package: "swift-nio-http2"),
             ]
         ),
-        .executableTarget(name: "FuzzJSONParser", dependencies: ["CFuzzDriver", "FuzzSupport", "PushFleetCore"]),
-        .executableTarget(name: "FuzzDeviceTokenHex", dependencies: ["CFuzzDriver", "FuzzSupport", "PushFleetCore"]),
+        .executableTarget(name: "FuzzJSONParser", dependencies: ["FuzzSupport", "PushFleetCore"]),
+        .executableTarget(name: "FuzzDeviceTokenHex", dependencies: ["FuzzSupport", "PushFleetCore"]),
     ]
 )

@@ -8,7 +8,6 @@
 //    module's own `write(into:)` agrees with that encoder).
 // 3. Feeding the same bytes one at a time through NIOSingleStepByteToMessageProcessor yields the
 //    same messages, and the same failure, as feeding them all at once.
-import CFuzzDriver
 import FuzzSupport
 import APNSWire
 import NIOCore
@@ -20,31 +19,12 @@ private func encodeErrorResponse(status: UInt8, identifier: UInt32) -> [UInt8] {
 }
 
 
-/// Decodes through a processor fed `chunks`; returns the messages and whether it failed.
-private func viaProcessor(_ bytes: [UInt8], chunkSize: Int) -> ([BinaryErrorResponse], Bool) {
-    let processor = NIOSingleStepByteToMessageProcessor(BinaryErrorResponseDecoder())
-    var out: [BinaryErrorResponse] = []
-    var start = 0
-    do {
-        while start < bytes.count {
-            let end = min(bytes.count, start + chunkSize)
-            try processor.process(buffer: ByteBuffer(bytes: bytes[start..<end])) { out.append($0) }
-            start = end
-        }
-        try processor.finishProcessing(seenEOF: true) { out.append($0) }
-        return (out, false)
-    } catch {
-        return (out, true)
-    }
-}
 
 /// The entry point of SwiftPM's Linux debug builds (`--defsym main=FuzzBinaryErrorResponse_main`); release builds use
 /// libFuzzer's own `main` and never call this.
 @_cdecl("FuzzBinaryErrorResponse_main")
 public func fuzzerMain(_ argc: CInt, _ argv: UnsafeMutablePointer<UnsafeMutablePointer<CChar>?>?) -> CInt {
-    var argc = argc
-    var argv = argv
-    return LLVMFuzzerRunDriver(&argc, &argv) { data, size in fuzzTestOneInput(UnsafeRawPointer(data), size) }
+    runFuzzDriver(argc, argv) { data, size in fuzzTestOneInput(UnsafeRawPointer(data), size) }
 }
 
 @_cdecl("LLVMFuzzerTestOneInput")
@@ -85,7 +65,7 @@ public func fuzzTestOneInput(_ start: UnsafeRawPointer?, _ count: Int) -> CInt {
         }
     }
     for chunk in [1, 5, 7] {
-        let (viaChunks, chunkFailed) = viaProcessor(bytes, chunkSize: chunk)
+        let (viaChunks, chunkFailed) = decodeInChunks(bytes, chunkSize: chunk, with: BinaryErrorResponseDecoder())
         check(viaChunks == decoded, "chunks of \(chunk) decoded \(viaChunks.count) values, whole buffer \(decoded.count)")
         check(chunkFailed == failed || (!failed && chunkFailed),
               "chunks of \(chunk) failed=\(chunkFailed), whole buffer failed=\(failed)")

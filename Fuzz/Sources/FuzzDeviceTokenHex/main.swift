@@ -13,7 +13,6 @@
 //    and the slow path must agree with it).
 // 3. An accepted token's lowercase hex (`hexString`) equals the input's digits lowercased, its
 //    `count` is half the digit count, and DeviceToken(bytes:) of its bytes is the same token.
-import CFuzzDriver
 import FuzzSupport
 import PushFleetCore
 
@@ -85,9 +84,7 @@ private func checkLine(_ line: [UInt8]) {
 /// libFuzzer's own `main` and never call this.
 @_cdecl("FuzzDeviceTokenHex_main")
 public func fuzzerMain(_ argc: CInt, _ argv: UnsafeMutablePointer<UnsafeMutablePointer<CChar>?>?) -> CInt {
-    var argc = argc
-    var argv = argv
-    return LLVMFuzzerRunDriver(&argc, &argv) { data, size in fuzzTestOneInput(UnsafeRawPointer(data), size) }
+    runFuzzDriver(argc, argv) { data, size in fuzzTestOneInput(UnsafeRawPointer(data), size) }
 }
 
 @_cdecl("LLVMFuzzerTestOneInput")

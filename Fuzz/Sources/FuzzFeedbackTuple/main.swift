@@ -9,7 +9,6 @@
 //    module's `write(into:)` agrees.
 // 3. Byte-at-a-time feeding through NIOSingleStepByteToMessageProcessor gives the same tuples and
 //    the same failure as one buffer.
-import CFuzzDriver
 import FuzzSupport
 import APNSWire
 import NIOCore
@@ -25,30 +24,12 @@ private func encodeTuple(timestamp: UInt32, token: [UInt8]) -> [UInt8] {
 }
 
 
-private func viaProcessor(_ bytes: [UInt8], chunkSize: Int) -> ([FeedbackTuple], Bool) {
-    let processor = NIOSingleStepByteToMessageProcessor(FeedbackTupleDecoder())
-    var out: [FeedbackTuple] = []
-    var start = 0
-    do {
-        while start < bytes.count {
-            let end = min(bytes.count, start + chunkSize)
-            try processor.process(buffer: ByteBuffer(bytes: bytes[start..<end])) { out.append($0) }
-            start = end
-        }
-        try processor.finishProcessing(seenEOF: true) { out.append($0) }
-        return (out, false)
-    } catch {
-        return (out, true)
-    }
-}
 
 /// The entry point of SwiftPM's Linux debug builds (`--defsym main=FuzzFeedbackTuple_main`); release builds use
 /// libFuzzer's own `main` and never call this.
 @_cdecl("FuzzFeedbackTuple_main")
 public func fuzzerMain(_ argc: CInt, _ argv: UnsafeMutablePointer<UnsafeMutablePointer<CChar>?>?) -> CInt {
-    var argc = argc
-    var argv = argv
-    return LLVMFuzzerRunDriver(&argc, &argv) { data, size in fuzzTestOneInput(UnsafeRawPointer(data), size) }
+    runFuzzDriver(argc, argv) { data, size in fuzzTestOneInput(UnsafeRawPointer(data), size) }
 }
 
 @_cdecl("LLVMFuzzerTestOneInput")
@@ -92,7 +73,7 @@ public func fuzzTestOneInput(_ start: UnsafeRawPointer?, _ count: Int) -> CInt {
         }
     }
     for chunk in [1, 6, 37] {
-        let (viaChunks, chunkFailed) = viaProcessor(bytes, chunkSize: chunk)
+        let (viaChunks, chunkFailed) = decodeInChunks(bytes, chunkSize: chunk, with: FeedbackTupleDecoder())
         check(viaChunks == decoded, "chunks of \(chunk) decoded \(viaChunks.count) tuples, whole buffer \(decoded.count)")
         // The whole-buffer run above did not call decodeLast after a failure; a trailing partial
         // tuple makes finishProcessing fail, so the processor may fail where the loop stopped clean.

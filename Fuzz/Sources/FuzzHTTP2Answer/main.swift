@@ -14,7 +14,6 @@
 //    only when it needs it, so a badly padded or EOS-containing Huffman string it skips is not
 //    refused (RFC 7541 §5.2 makes that a decoding error; nothing is read from it). When only HPACKHeaderDecoder refuses,
 //    with a Huffman error, the block is not compared further and the connection is taken as ended.
-import CFuzzDriver
 import FuzzSupport
 import APNSWire
 import NIOCore
@@ -59,9 +58,7 @@ private func expectedStatus(_ fields: [HTTP2HeaderField]) -> Int? {
 /// libFuzzer's own `main` and never call this.
 @_cdecl("FuzzHTTP2Answer_main")
 public func fuzzerMain(_ argc: CInt, _ argv: UnsafeMutablePointer<UnsafeMutablePointer<CChar>?>?) -> CInt {
-    var argc = argc
-    var argv = argv
-    return LLVMFuzzerRunDriver(&argc, &argv) { data, size in fuzzTestOneInput(UnsafeRawPointer(data), size) }
+    runFuzzDriver(argc, argv) { data, size in fuzzTestOneInput(UnsafeRawPointer(data), size) }
 }
 
 @_cdecl("LLVMFuzzerTestOneInput")

@@ -19,7 +19,6 @@
 //      with such commas removed must parse with JSONParser (so only the commas differ).
 // Also: the parser never traps, and an accepted value re-serialised with JSONValue's writer
 // parses again to the same value.
-import CFuzzDriver
 import FuzzSupport
 import Foundation
 import PushFleetCore
@@ -92,9 +91,7 @@ private func describe(_ bytes: [UInt8]) -> String {
 /// libFuzzer's own `main` and never call this.
 @_cdecl("FuzzJSONParser_main")
 public func fuzzerMain(_ argc: CInt, _ argv: UnsafeMutablePointer<UnsafeMutablePointer<CChar>?>?) -> CInt {
-    var argc = argc
-    var argv = argv
-    return LLVMFuzzerRunDriver(&argc, &argv) { data, size in fuzzTestOneInput(UnsafeRawPointer(data), size) }
+    runFuzzDriver(argc, argv) { data, size in fuzzTestOneInput(UnsafeRawPointer(data), size) }
 }
 
 @_cdecl("LLVMFuzzerTestOneInput")
