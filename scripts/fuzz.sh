@@ -3,12 +3,13 @@
 #
 #   scripts/fuzz.sh [--seconds N] [--release] [target...]
 #
-# Targets (default: all): FuzzBinaryErrorResponse FuzzFeedbackTuple FuzzJSONParser
-# FuzzDeviceTokenHex FuzzHTTP2Answer. Every module, PushFleet's and its dependencies', is built with
-# `-sanitize=fuzzer,address` (as swift-protobuf's FuzzTesting does), in .build-fuzz/ so that the
-# main .build/ is never touched. Each target runs N seconds (default 60) from the seed corpus
-# Fuzz/Corpus/<Target>/ (read only); new corpus entries go to a temporary directory that is
-# deleted afterwards, crash artifacts and logs to /tmp/pushfleet-fuzz-artifacts/.
+# Targets (default: all): FuzzBinaryErrorResponse FuzzFeedbackTuple FuzzBinaryInbound
+# FuzzJSONParser FuzzPayload FuzzDeviceTokenHex FuzzHTTP2Answer FuzzHTTP2Request FuzzAPIRequest.
+# Every module, PushFleet's and its dependencies', is built with `-sanitize=fuzzer,address` (as
+# swift-protobuf's FuzzTesting does), in .build-fuzz/ so that the main .build/ is never touched.
+# Each target runs N seconds (default 60) from the seed corpus Fuzz/Corpus/<Target>/ (read only);
+# new corpus entries go to a temporary directory that is deleted afterwards, crash artifacts and
+# logs to /tmp/pushfleet-fuzz-artifacts/.
 # Exits non-zero if any target crashed or failed to build.
 #
 # Environment: FUZZ_ARGS, extra libFuzzer flags (e.g. "-jobs=2 -workers=2" or "-detect_leaks=1").
@@ -16,7 +17,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 root=$(pwd)
 
-all_targets=(FuzzBinaryErrorResponse FuzzFeedbackTuple FuzzJSONParser FuzzDeviceTokenHex FuzzHTTP2Answer)
+all_targets=(FuzzBinaryErrorResponse FuzzFeedbackTuple FuzzBinaryInbound FuzzJSONParser FuzzPayload FuzzDeviceTokenHex FuzzHTTP2Answer FuzzHTTP2Request FuzzAPIRequest)
 seconds=60
 configuration=debug
 targets=()

@@ -72,15 +72,14 @@ public struct APIServer: Sendable {
 
     private func notify(_ request: Request, _ context: BasicRequestContext) async throws -> Response {
         let key = try await self.authenticate(request)
-        let body = try await Self.body(request, context, limit: Self.smallBodyLimit)
-        let fields = try NotificationFields(body)
+        let body = try await Self.decode(request, context, limit: Self.smallBodyLimit, as: NotifyBody.init)
+        let fields = body.fields
         try Self.require(key, fields.topic)
         let audience: Notifier.Audience
-        switch (body["user"], body["group"], body["tokens"]) {
-        case (.string(let user)?, nil, nil): audience = .user(user)
-        case (nil, .string(let group)?, nil): audience = .group(group)
-        case (nil, nil, .array(let list)?): audience = .tokens(try Self.tokens(list))
-        default: throw Self.badRequest("give exactly one of \"user\" (a string), \"group\" (a string) or \"tokens\" (an array of hex strings)")
+        switch body.audience {
+        case .user(let user): audience = .user(user)
+        case .group(let group): audience = .group(group)
+        case .tokens(let tokens): audience = .tokens(tokens)
         }
         let notifier = Notifier(queue: self.queue, store: self.store)
         let result: Notifier.Result
@@ -103,7 +102,7 @@ public struct APIServer: Sendable {
 
     private func notification(_ request: Request, _ context: BasicRequestContext) async throws -> Response {
         let key = try await self.authenticate(request)
-        let id = try Self.uuid(context.parameters.get("id"))
+        let id = try Self.input { () throws(APIInputError) in try APIBody.uuid(context.parameters.get("id")) }
         let notFound = HTTPError(.notFound, message: "no notification \(id.uuidString.lowercased())")
         guard let record = try await self.store.campaign(id), record.kind == .notification else { throw notFound }
         try Self.require(key, record.topic)
@@ -115,22 +114,12 @@ public struct APIServer: Sendable {
 
     private func putDevice(_ request: Request, _ context: BasicRequestContext) async throws -> Response {
         let key = try await self.authenticate(request)
-        let token = try Self.token(context.parameters.get("token") ?? "")
-        let body = try await Self.body(request, context, limit: Self.smallBodyLimit)
-        let topic = try Self.string(body, "topic")
-        try Self.require(key, topic)
-        let registeredAt: Date
-        if let at = body["registered_at"] {
-            guard case .string(let text) = at, let date = try? Date(text, strategy: .iso8601) else {
-                throw Self.badRequest("\"registered_at\" must be an ISO 8601 time such as 2026-11-25T08:00:00Z")
-            }
-            registeredAt = date
-        } else {
-            registeredAt = Date()
-        }
+        let token = try Self.input { () throws(APIInputError) in try APIBody.token(context.parameters.get("token") ?? "") }
+        let body = try await Self.decode(request, context, limit: Self.smallBodyLimit, as: DeviceBody.init)
+        try Self.require(key, body.topic)
         let registration = DeviceRegistration(
-            token: token, topic: topic, environment: try Self.optionalString(body, "environment") ?? "production",
-            user: try Self.string(body, "user"), platform: try Self.optionalString(body, "platform"), registeredAt: registeredAt
+            token: token, topic: body.topic, environment: body.environment, user: body.user, platform: body.platform,
+            registeredAt: body.registeredAt ?? Date()
         )
         let registered = try await Self.refusingBadInput { try await self.store.registerDevice(registration) }
         let fields = [
@@ -143,7 +132,7 @@ public struct APIServer: Sendable {
 
     private func deleteDevice(_ request: Request, _ context: BasicRequestContext) async throws -> Response {
         let key = try await self.authenticate(request)
-        let token = try Self.token(context.parameters.get("token") ?? "")
+        let token = try Self.input { () throws(APIInputError) in try APIBody.token(context.parameters.get("token") ?? "") }
         guard let topic = request.uri.queryParameters.get("topic"), !topic.isEmpty else {
             throw Self.badRequest("name the device's app: DELETE /v1/devices/{token}?topic=…&environment=…")
         }
@@ -162,12 +151,7 @@ public struct APIServer: Sendable {
             throw HTTPError(.forbidden, message: "the API key \(key.id) is for some topics only; setting a group's members needs a key for every topic (--topic '*')")
         }
         let group = context.parameters.get("id") ?? ""
-        let body = try await Self.body(request, context, limit: Self.smallBodyLimit)
-        guard case .array(let list)? = body["users"] else { throw Self.badRequest("\"users\" must be an array of user ids") }
-        let users = try list.map { value -> String in
-            guard case .string(let user) = value else { throw Self.badRequest("\"users\" must be an array of user ids (strings)") }
-            return user
-        }
+        let users = try await Self.decode(request, context, limit: Self.smallBodyLimit, as: GroupMembersBody.init).users
         try await Self.refusingBadInput { try await self.store.setGroupMembers(group, users: users) }
         return Self.json(.ok, #"{"group":\#(Self.quoted(group)),"users":[\#(users.sorted().map(Self.quoted).joined(separator: ","))]}"#)
     }
@@ -176,27 +160,23 @@ public struct APIServer: Sendable {
 
     private func createCampaign(_ request: Request, _ context: BasicRequestContext) async throws -> Response {
         let key = try await self.authenticate(request)
-        let body = try await Self.body(request, context, limit: Self.campaignBodyLimit)
-        let fields = try NotificationFields(body)
+        let body = try await Self.decode(request, context, limit: Self.campaignBodyLimit, as: CampaignBody.init)
+        let fields = body.fields
         try Self.require(key, fields.topic)
-        let shardSize = try Self.optionalInteger(body, "shard_size") ?? 1_000
-        guard (1...100_000).contains(shardSize) else { throw Self.badRequest("\"shard_size\" is between 1 and 100000") }
         let launcher = Launcher(queue: self.queue, store: self.store)
         let launch = Launcher.Request(
             id: fields.id, topic: fields.topic, environment: fields.environment, payload: fields.payload, pushType: fields.pushType,
-            priority: fields.priority, expiration: fields.expiration, collapseID: fields.collapseID, shardSize: shardSize
+            priority: fields.priority, expiration: fields.expiration, collapseID: fields.collapseID, shardSize: body.shardSize
         )
         let result: Launcher.Result
         do {
-            switch (body["tokens"], body["from_registry"]) {
-            case (.array(let list)?, nil), (.array(let list)?, .bool(false)?):
-                var source = ArrayTokenSource(try Self.tokens(list))
+            switch body.audience {
+            case .tokens(let tokens):
+                var source = ArrayTokenSource(tokens)
                 result = try await launcher.launch(launch, tokens: &source)
-            case (nil, .bool(true)?):
+            case .registry:
                 var source = RegistryTokenSource(store: self.store, topic: fields.topic, environment: fields.environment)
                 result = try await launcher.launch(launch, tokens: &source)
-            default:
-                throw Self.badRequest("give \"tokens\" (an array of hex strings) or \"from_registry\": true")
             }
         } catch let error as LaunchError {
             throw error.isConflict ? HTTPError(.conflict, message: error.message) : Self.badRequest(error.message)
@@ -210,7 +190,7 @@ public struct APIServer: Sendable {
 
     private func campaign(_ request: Request, _ context: BasicRequestContext) async throws -> Response {
         let key = try await self.authenticate(request)
-        let id = try Self.uuid(context.parameters.get("id"))
+        let id = try Self.input { () throws(APIInputError) in try APIBody.uuid(context.parameters.get("id")) }
         guard let record = try await self.store.campaign(id) else { throw HTTPError(.notFound, message: "no campaign \(id.uuidString.lowercased())") }
         try Self.require(key, record.topic)
         return Self.json(.ok, StatusReport(record: record).json)
@@ -234,14 +214,28 @@ public struct APIServer: Sendable {
         guard key.allows(topic) else { throw HTTPError(.forbidden, message: "the API key \(key.id) is not for topic \(topic)") }
     }
 
-    /// The body as JSON; 400 naming where it is not JSON, 413 over `limit` bytes.
-    static func body(_ request: Request, _ context: BasicRequestContext, limit: Int) async throws -> JSONValue {
+    /// The body as JSON, decoded by `decode` (one of the body types in Requests/); 400 naming
+    /// where it is not JSON or what `decode` refused, 413 over `limit` bytes.
+    static func decode<Body>(
+        _ request: Request, _ context: BasicRequestContext, limit: Int, as decode: (JSONValue) throws(APIInputError) -> Body
+    ) async throws -> Body {
         var request = request
         let buffer = try await request.collectBody(upTo: limit)
+        let json: JSONValue
         do {
-            return try JSONParser.parse(buffer.readableBytesView)
+            json = try JSONParser.parse(buffer.readableBytesView)
         } catch {
             throw Self.badRequest("the body is not JSON: \(error)")
+        }
+        return try Self.input { () throws(APIInputError) in try decode(json) }
+    }
+
+    /// What `body` returns; its ``APIInputError`` as 400.
+    static func input<T>(_ body: () throws(APIInputError) -> T) throws -> T {
+        do {
+            return try body()
+        } catch {
+            throw Self.badRequest(error.message)
         }
     }
 
@@ -261,93 +255,4 @@ public struct APIServer: Sendable {
     }
 
     static func quoted(_ text: String) -> String { StatusReport.quote(text) }
-
-    static func uuid(_ text: String?) throws -> UUID {
-        guard let text, let id = UUID(uuidString: text) else { throw Self.badRequest("\(text ?? "the id") is not a UUID") }
-        return id
-    }
-
-    static func token(_ hex: String) throws -> DeviceToken {
-        do {
-            return try DeviceToken(hex: hex)
-        } catch {
-            throw Self.badRequest("device token \(hex.prefix(80)): \(error)")
-        }
-    }
-
-    static func tokens(_ list: [JSONValue]) throws -> [DeviceToken] {
-        try list.enumerated().map { offset, value in
-            guard case .string(let hex) = value else { throw Self.badRequest("\"tokens\"[\(offset)] is not a string") }
-            do {
-                return try DeviceToken(hex: hex)
-            } catch {
-                throw Self.badRequest("\"tokens\"[\(offset)]: \(error)")
-            }
-        }
-    }
-
-    static func string(_ body: JSONValue, _ name: String) throws -> String {
-        guard let value = try Self.optionalString(body, name) else { throw Self.badRequest("\"\(name)\" is missing") }
-        return value
-    }
-
-    static func optionalString(_ body: JSONValue, _ name: String) throws -> String? {
-        switch body[name] {
-        case nil, .null?: return nil
-        case .string(let value)?: return value
-        default: throw Self.badRequest("\"\(name)\" must be a string")
-        }
-    }
-
-    static func optionalInteger(_ body: JSONValue, _ name: String) throws -> Int? {
-        switch body[name] {
-        case nil, .null?: return nil
-        case .number(let text)?:
-            guard let value = Int(text) else { throw Self.badRequest("\"\(name)\" must be an integer, not \(text)") }
-            return value
-        default: throw Self.badRequest("\"\(name)\" must be a number")
-        }
-    }
-}
-
-/// The fields `POST /v1/notify` and `POST /v1/campaigns` share, checked as `launch` checks its
-/// options: the topic, environment, payload (against APNs' limit for its push type) and headers.
-struct NotificationFields {
-    var id: UUID?
-    var topic: String
-    var environment: String
-    var payload: Payload
-    var pushType: String
-    var priority: Int
-    var expiration: Int
-    var collapseID: String?
-
-    init(_ body: JSONValue) throws {
-        guard case .object = body else { throw APIServer.badRequest("the body must be a JSON object") }
-        self.id = try APIServer.optionalString(body, "id").map { try APIServer.uuid($0) }
-        self.topic = try APIServer.string(body, "topic")
-        guard !self.topic.isEmpty else { throw APIServer.badRequest("\"topic\" must not be empty") }
-        self.environment = try APIServer.optionalString(body, "environment") ?? "production"
-        guard ["production", "sandbox"].contains(self.environment) else { throw APIServer.badRequest("\"environment\" is production or sandbox") }
-        self.pushType = try APIServer.optionalString(body, "push_type") ?? "alert"
-        guard APNsPushType.all.contains(self.pushType) else {
-            throw APIServer.badRequest("\"push_type\" \(self.pushType) is not one of \(APNsPushType.all.sorted().joined(separator: ", "))")
-        }
-        if let mismatch = APNsPushType.mismatch(topic: self.topic, pushType: self.pushType) {
-            throw APIServer.badRequest("\"topic\" and \"push_type\" do not match: \(mismatch)")
-        }
-        self.priority = try APIServer.optionalInteger(body, "priority") ?? 10
-        guard [10, 5, 1].contains(self.priority) else { throw APIServer.badRequest("\"priority\" is 10, 5 or 1") }
-        self.expiration = try APIServer.optionalInteger(body, "expiration") ?? 0
-        self.collapseID = try APIServer.optionalString(body, "collapse_id")
-        if let collapse = self.collapseID, collapse.utf8.count > 64 {
-            throw APIServer.badRequest("\"collapse_id\" is \(collapse.utf8.count) bytes; APNs allows 64")
-        }
-        guard let payload = body["payload"] else { throw APIServer.badRequest("\"payload\" is missing") }
-        do {
-            self.payload = try Payload(payload, format: .http2(pushType: self.pushType))
-        } catch {
-            throw APIServer.badRequest("\"payload\": \(error)")
-        }
-    }
 }

@@ -4,34 +4,8 @@ public import PushFleetCore
 import Foundation
 
 extension MockAPNSConfiguration {
-    /// A provider-token signing key the HTTP/2 gateway knows: tokens naming `keyID` must be signed
-    /// by it and issued by `teamID`.
-    public struct ProviderKey: Sendable {
-        /// The key id (`kid`), 10 characters at Apple.
-        public var keyID: String
-        /// The team the key belongs to (`iss`).
-        public var teamID: String
-        /// The public half of the `.p8` key.
-        public var publicKey: P256.Signing.PublicKey
-
-        public init(keyID: String, teamID: String, publicKey: P256.Signing.PublicKey) {
-            self.keyID = keyID
-            self.teamID = teamID
-            self.publicKey = publicKey
-        }
-
-        /// Reads the public key from a PEM file (`-----BEGIN PUBLIC KEY-----`).
-        /// - Throws: ``MockAPNSError`` naming the file.
-        public init(keyID: String, teamID: String, publicKeyPEMFile path: String) throws {
-            let publicKey: P256.Signing.PublicKey
-            do {
-                publicKey = try P256.Signing.PublicKey(pemRepresentation: try String(contentsOfFile: path, encoding: .utf8))
-            } catch {
-                throw MockAPNSError.unreadableKeyFile(path: path, underlying: error)
-            }
-            self.init(keyID: keyID, teamID: teamID, publicKey: publicKey)
-        }
-    }
+    /// A provider-token signing key the HTTP/2 gateway knows.
+    public typealias ProviderKey = MockAPNSProviderKey
 
     /// How the HTTP/2 gateway authenticates and validates, beyond the token sets it shares with the
     /// binary gateway (``MockAPNSConfiguration/invalidTokens`` are answered 400 `BadDeviceToken`,
@@ -132,5 +106,28 @@ extension MockAPNSConfiguration {
         var countsGatewayStreams: Bool {
             self.tooManyRequestsEvery != nil || self.internalServerErrorEvery != nil || self.serviceUnavailableEvery != nil
         }
+    }
+}
+
+extension MockAPNSProviderKey {
+    /// Reads the public key from a PEM file (`-----BEGIN PUBLIC KEY-----`).
+    /// - Throws: ``MockAPNSError`` naming the file.
+    public init(keyID: String, teamID: String, publicKeyPEMFile path: String) throws {
+        let publicKey: P256.Signing.PublicKey
+        do {
+            publicKey = try P256.Signing.PublicKey(pemRepresentation: try String(contentsOfFile: path, encoding: .utf8))
+        } catch {
+            throw MockAPNSError.unreadableKeyFile(path: path, underlying: error)
+        }
+        self.init(keyID: keyID, teamID: teamID, publicKey: publicKey)
+    }
+}
+
+extension HTTP2RequestValidator {
+    init(configuration: MockAPNSConfiguration, keys: [String: MockAPNSProviderKey]) {
+        self.init(
+            invalidTokens: configuration.invalidTokens, unregisteredTokens: configuration.unregisteredTokens,
+            otherTopicTokens: configuration.http2.otherTopicTokens, allowedTopics: configuration.http2.allowedTopics, keys: keys
+        )
     }
 }

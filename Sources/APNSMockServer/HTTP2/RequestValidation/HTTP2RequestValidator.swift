@@ -1,5 +1,5 @@
-import APNSWire
-import PushFleetCore
+package import APNSWire
+package import PushFleetCore
 
 /// The HTTP/2 gateway's verdict on one request, checked in this order (the first failing check
 /// answers):
@@ -37,14 +37,14 @@ import PushFleetCore
 /// Rules 11 and 12 follow what APNs' users report: a `.voip` topic sent without `apns-push-type:
 /// voip` is answered `InvalidPushType`, and `apns-push-type: voip` on the plain bundle ID
 /// `DeviceTokenNotForTopic` (a VoIP token is registered for the `.voip` topic only).
-struct HTTP2RequestValidator {
-    enum Verdict: Equatable {
+package struct HTTP2RequestValidator {
+    package enum Verdict: Equatable {
         case accepted(fingerprint: UInt64)
         case rejected(status: Int, reason: HTTP2Reason, timestamp: Int64?)
     }
 
     /// The largest body any push type may carry, in bytes.
-    static let largestPayload = PayloadFormat.voip.maximumByteCount
+    package static let largestPayload = PayloadFormat.voip.maximumByteCount
     private static let devicePathPrefix = "/3/device/"
 
     private let invalidTokens: Set<DeviceToken>
@@ -53,28 +53,37 @@ struct HTTP2RequestValidator {
     private let allowedTopics: Set<String>?
     private var authenticator: ProviderTokenAuthenticator
 
-    init(configuration: MockAPNSConfiguration, keys: [String: MockAPNSConfiguration.ProviderKey]) {
-        self.invalidTokens = configuration.invalidTokens
-        self.unregisteredTokens = configuration.unregisteredTokens
-        self.otherTopicTokens = configuration.http2.otherTopicTokens
-        self.allowedTopics = configuration.http2.allowedTopics
+    /// - Parameters:
+    ///   - invalidTokens: answered 400 `BadDeviceToken`.
+    ///   - unregisteredTokens: answered 410 `Unregistered` with a timestamp.
+    ///   - otherTopicTokens: answered 400 `DeviceTokenNotForTopic`.
+    ///   - allowedTopics: apps (every push type's suffix allowed) or exact topics; `nil` allows any.
+    ///   - keys: the provider-token keys by key id.
+    package init(
+        invalidTokens: Set<DeviceToken>, unregisteredTokens: Set<DeviceToken>, otherTopicTokens: Set<DeviceToken>,
+        allowedTopics: Set<String>?, keys: [String: MockAPNSProviderKey]
+    ) {
+        self.invalidTokens = invalidTokens
+        self.unregisteredTokens = unregisteredTokens
+        self.otherTopicTokens = otherTopicTokens
+        self.allowedTopics = allowedTopics
         self.authenticator = ProviderTokenAuthenticator(keys: keys)
     }
 
     /// The headers of one request that matter, read in one pass.
-    struct Request {
-        var method: String? = nil
-        var path: String? = nil
-        var authorization: String? = nil
-        var topic: String? = nil
-        var pushType: String? = nil
-        var priority: String? = nil
-        var expiration: String? = nil
-        var collapseID: String? = nil
-        var apnsID: String? = nil
-        var hasDuplicates = false
+    package struct Request {
+        package var method: String? = nil
+        package var path: String? = nil
+        package var authorization: String? = nil
+        package var topic: String? = nil
+        package var pushType: String? = nil
+        package var priority: String? = nil
+        package var expiration: String? = nil
+        package var collapseID: String? = nil
+        package var apnsID: String? = nil
+        package var hasDuplicates = false
 
-        init(fields: [HTTP2HeaderField]) {
+        package init(fields: [HTTP2HeaderField]) {
             var otherAPNSHeaders: Set<String> = []
             for field in fields {
                 let value = field.value
@@ -101,20 +110,20 @@ struct HTTP2RequestValidator {
         }
 
         /// The request's `apns-id` if it is canonical; the answer echoes it.
-        var validAPNSID: String? {
+        package var validAPNSID: String? {
             guard let apnsID = self.apnsID, HTTP2RequestValidator.isCanonicalUUID(apnsID) else { return nil }
             return apnsID
         }
     }
 
     /// Whether a request on this connection was answered `ExpiredProviderToken`.
-    var isWedged: Bool { self.authenticator.isWedged }
+    package var isWedged: Bool { self.authenticator.isWedged }
 
     /// Judges one complete request.
     /// - Parameters:
     ///   - certificateVerified: the connection presented a client certificate of the configured CA.
     ///   - authenticated: set to `true` if the request passed authentication.
-    mutating func validate(_ request: Request, bodyBytes: Int, certificateVerified: Bool, now: Int64, authenticated: inout Bool) -> Verdict {
+    package mutating func validate(_ request: Request, bodyBytes: Int, certificateVerified: Bool, now: Int64, authenticated: inout Bool) -> Verdict {
         if self.authenticator.isWedged { return .rejected(status: 403, reason: .expiredProviderToken, timestamp: nil) }
         guard request.method == "POST" else { return .rejected(status: 405, reason: .methodNotAllowed, timestamp: nil) }
         guard let path = request.path, path.hasPrefix(Self.devicePathPrefix) else {
@@ -200,7 +209,7 @@ struct HTTP2RequestValidator {
     }
 
     /// `xxxxxxxx-xxxx-xxxx-xxxx-xxxxxxxxxxxx`, hex digits in either case.
-    static func isCanonicalUUID(_ text: String) -> Bool {
+    package static func isCanonicalUUID(_ text: String) -> Bool {
         var count = 0
         for byte in text.utf8 {
             let isDash = count == 8 || count == 13 || count == 18 || count == 23

@@ -28,12 +28,12 @@ struct ProviderTokenAuthenticator {
     static let maximumTokenAge: Int64 = 3_600_000
     static let minimumUpdateInterval: Int64 = 1_200_000
 
-    private let keys: [String: MockAPNSConfiguration.ProviderKey]
+    private let keys: [String: MockAPNSProviderKey]
     private var team: String? = nil
     private var current: (header: String, keyID: String, issuedAt: Int64, acceptedAt: Int64)? = nil
     private(set) var isWedged = false
 
-    init(keys: [String: MockAPNSConfiguration.ProviderKey]) {
+    init(keys: [String: MockAPNSProviderKey]) {
         self.keys = keys
     }
 

@@ -1,0 +1,194 @@
+package import Foundation
+package import PushFleetCore
+
+// The JSON bodies of `pushfleet api`, decoded and checked before anything is written. This folder
+// needs nothing but PushFleetCore and Foundation, so that the fuzz package can compile it alone.
+
+/// Input the API answers with 400: `message` names the field and what is wrong with it.
+package struct APIInputError: Error, Equatable, CustomStringConvertible {
+    package let message: String
+    package init(_ message: String) { self.message = message }
+    package var description: String { self.message }
+}
+
+/// The fields `POST /v1/notify` and `POST /v1/campaigns` share, checked as `launch` checks its
+/// options: the topic, environment, payload (against APNs' limit for its push type) and headers.
+package struct NotificationFields: Equatable {
+    package var id: UUID?
+    package var topic: String
+    package var environment: String
+    package var payload: Payload
+    package var pushType: String
+    package var priority: Int
+    package var expiration: Int
+    package var collapseID: String?
+
+    package init(_ body: JSONValue) throws(APIInputError) {
+        guard case .object = body else { throw APIInputError("the body must be a JSON object") }
+        self.id = try APIBody.optionalString(body, "id").map { text throws(APIInputError) in try APIBody.uuid(text) }
+        self.topic = try APIBody.string(body, "topic")
+        guard !self.topic.isEmpty else { throw APIInputError("\"topic\" must not be empty") }
+        self.environment = try APIBody.optionalString(body, "environment") ?? "production"
+        guard ["production", "sandbox"].contains(self.environment) else { throw APIInputError("\"environment\" is production or sandbox") }
+        self.pushType = try APIBody.optionalString(body, "push_type") ?? "alert"
+        guard APNsPushType.all.contains(self.pushType) else {
+            throw APIInputError("\"push_type\" \(self.pushType) is not one of \(APNsPushType.all.sorted().joined(separator: ", "))")
+        }
+        if let mismatch = APNsPushType.mismatch(topic: self.topic, pushType: self.pushType) {
+            throw APIInputError("\"topic\" and \"push_type\" do not match: \(mismatch)")
+        }
+        self.priority = try APIBody.optionalInteger(body, "priority") ?? 10
+        guard [10, 5, 1].contains(self.priority) else { throw APIInputError("\"priority\" is 10, 5 or 1") }
+        self.expiration = try APIBody.optionalInteger(body, "expiration") ?? 0
+        self.collapseID = try APIBody.optionalString(body, "collapse_id")
+        if let collapse = self.collapseID, collapse.utf8.count > 64 {
+            throw APIInputError("\"collapse_id\" is \(collapse.utf8.count) bytes; APNs allows 64")
+        }
+        guard let payload = body["payload"] else { throw APIInputError("\"payload\" is missing") }
+        do {
+            self.payload = try Payload(payload, format: .http2(pushType: self.pushType))
+        } catch {
+            throw APIInputError("\"payload\": \(error)")
+        }
+    }
+}
+
+/// `POST /v1/notify`: the notification's fields and exactly one audience.
+package struct NotifyBody: Equatable {
+    package enum Audience: Equatable {
+        case user(String)
+        case group(String)
+        case tokens([DeviceToken])
+    }
+
+    package var fields: NotificationFields
+    package var audience: Audience
+
+    package init(_ body: JSONValue) throws(APIInputError) {
+        self.fields = try NotificationFields(body)
+        switch (body["user"], body["group"], body["tokens"]) {
+        case (.string(let user)?, nil, nil): self.audience = .user(user)
+        case (nil, .string(let group)?, nil): self.audience = .group(group)
+        case (nil, nil, .array(let list)?): self.audience = .tokens(try APIBody.tokens(list))
+        default: throw APIInputError("give exactly one of \"user\" (a string), \"group\" (a string) or \"tokens\" (an array of hex strings)")
+        }
+    }
+}
+
+/// `POST /v1/campaigns`: the notification's fields, the shard size, and the audience: the tokens
+/// given, or every active device of the topic in the registry.
+package struct CampaignBody: Equatable {
+    package enum Audience: Equatable {
+        case tokens([DeviceToken])
+        case registry
+    }
+
+    package static let shardSizes = 1...100_000
+
+    package var fields: NotificationFields
+    package var shardSize: Int
+    package var audience: Audience
+
+    package init(_ body: JSONValue) throws(APIInputError) {
+        self.fields = try NotificationFields(body)
+        self.shardSize = try APIBody.optionalInteger(body, "shard_size") ?? 1_000
+        guard Self.shardSizes.contains(self.shardSize) else { throw APIInputError("\"shard_size\" is between 1 and 100000") }
+        switch (body["tokens"], body["from_registry"]) {
+        case (.array(let list)?, nil), (.array(let list)?, .bool(false)?): self.audience = .tokens(try APIBody.tokens(list))
+        case (nil, .bool(true)?): self.audience = .registry
+        default: throw APIInputError("give \"tokens\" (an array of hex strings) or \"from_registry\": true")
+        }
+    }
+}
+
+/// `PUT /v1/devices/{token}`: whose device it is, for which app, since when.
+package struct DeviceBody: Equatable {
+    package var topic: String
+    package var environment: String
+    package var user: String
+    package var platform: String?
+    /// When the phone registered; nil: when the request arrives.
+    package var registeredAt: Date?
+
+    package init(_ body: JSONValue) throws(APIInputError) {
+        guard case .object = body else { throw APIInputError("the body must be a JSON object") }
+        self.topic = try APIBody.string(body, "topic")
+        if let at = body["registered_at"] {
+            guard case .string(let text) = at, let date = try? Date(text, strategy: .iso8601) else {
+                throw APIInputError("\"registered_at\" must be an ISO 8601 time such as 2026-11-25T08:00:00Z")
+            }
+            self.registeredAt = date
+        } else {
+            self.registeredAt = nil
+        }
+        self.environment = try APIBody.optionalString(body, "environment") ?? "production"
+        self.user = try APIBody.string(body, "user")
+        self.platform = try APIBody.optionalString(body, "platform")
+    }
+}
+
+/// `PUT /v1/groups/{id}/members`: the group's users, replacing the ones it had.
+package struct GroupMembersBody: Equatable {
+    package var users: [String]
+
+    package init(_ body: JSONValue) throws(APIInputError) {
+        guard case .array(let list)? = body["users"] else { throw APIInputError("\"users\" must be an array of user ids") }
+        self.users = try list.map { value throws(APIInputError) -> String in
+            guard case .string(let user) = value else { throw APIInputError("\"users\" must be an array of user ids (strings)") }
+            return user
+        }
+    }
+}
+
+/// Reading single fields of a body.
+package enum APIBody {
+    package static func uuid(_ text: String?) throws(APIInputError) -> UUID {
+        guard let text, let id = UUID(uuidString: text) else { throw APIInputError("\(text ?? "the id") is not a UUID") }
+        return id
+    }
+
+    package static func token(_ hex: String) throws(APIInputError) -> DeviceToken {
+        do {
+            return try DeviceToken(hex: hex)
+        } catch {
+            throw APIInputError("device token \(hex.prefix(80)): \(error)")
+        }
+    }
+
+    package static func tokens(_ list: [JSONValue]) throws(APIInputError) -> [DeviceToken] {
+        var tokens: [DeviceToken] = []
+        tokens.reserveCapacity(list.count)
+        for (offset, value) in list.enumerated() {
+            guard case .string(let hex) = value else { throw APIInputError("\"tokens\"[\(offset)] is not a string") }
+            do {
+                tokens.append(try DeviceToken(hex: hex))
+            } catch {
+                throw APIInputError("\"tokens\"[\(offset)]: \(error)")
+            }
+        }
+        return tokens
+    }
+
+    package static func string(_ body: JSONValue, _ name: String) throws(APIInputError) -> String {
+        guard let value = try Self.optionalString(body, name) else { throw APIInputError("\"\(name)\" is missing") }
+        return value
+    }
+
+    package static func optionalString(_ body: JSONValue, _ name: String) throws(APIInputError) -> String? {
+        switch body[name] {
+        case nil, .null?: return nil
+        case .string(let value)?: return value
+        default: throw APIInputError("\"\(name)\" must be a string")
+        }
+    }
+
+    package static func optionalInteger(_ body: JSONValue, _ name: String) throws(APIInputError) -> Int? {
+        switch body[name] {
+        case nil, .null?: return nil
+        case .number(let text)?:
+            guard let value = Int(text) else { throw APIInputError("\"\(name)\" must be an integer, not \(text)") }
+            return value
+        default: throw APIInputError("\"\(name)\" must be a number")
+        }
+    }
+}
