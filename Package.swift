@@ -182,7 +182,7 @@ let package = Package(
         ),
         .testTarget(
             name: "PushFleetServicesTests",
-            dependencies: ["PushFleetServices", "PushFleetRedis", "PushFleetCore"],
+            dependencies: ["PushFleetServices", "PushFleetRedis", "PushFleetCore", .product(name: "NIOCore", package: "swift-nio")],
             swiftSettings: strictSettings
         ),
         .testTarget(

@@ -107,7 +107,7 @@ struct Worker: AsyncParsableCommand {
     }
 
     private func makeTransport(logger: Logger) throws -> DeliveryTransport {
-        let group = MultiThreadedEventLoopGroup.singleton
+        let group = CampaignLoops.group
         let sandbox = self.environment == "sandbox"
         if self.protocol == "binary" {
             let endpoint = try self.endpoint.map { try Endpoint(parsing: $0, option: "--endpoint") }
