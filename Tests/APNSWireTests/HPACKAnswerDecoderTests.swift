@@ -98,6 +98,20 @@ import Testing
             #expect(error.reason.contains(reason), "\(error)")
         }
     }
+
+    /// Found by FuzzHTTP2Answer: a Huffman string the answer decoder has no use for is skipped by
+    /// its length, so its padding is not checked, while the full decoder refuses it. Nothing is
+    /// read from it; the answer's `:status` is right either way.
+    @Test func aSkippedHuffmanStringIsNotCheckedForPadding() throws {
+        // `:status 200`, then a literal field named `x` whose value is Huffman '0' with zero padding
+        // bits (the name is read, to know the field; the value of a field it does not need is not).
+        let block: [UInt8] = [0x88, 0x00, 0x01, 0x78, 0x81, 0x00]
+        var answers = HPACKAnswerDecoder()
+        #expect(try answers.status(of: ByteBuffer(bytes: block)) == 200)
+        var headers = HPACKHeaderDecoder()
+        var fields: [HTTP2HeaderField] = []
+        #expect(throws: HTTP2ConnectionError.self) { _ = try headers.decode(ByteBuffer(bytes: block), into: &fields) }
+    }
 }
 
 /// The Huffman code against NIOHPACK's encoder: every byte of valid UTF-8 (which NIOHPACK's
