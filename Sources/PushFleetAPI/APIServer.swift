@@ -102,7 +102,7 @@ public struct APIServer: Sendable {
 
     private func notification(_ request: Request, _ context: BasicRequestContext) async throws -> Response {
         let key = try await self.authenticate(request)
-        let id = try Self.input { () throws(APIInputError) in try APIBody.uuid(context.parameters.get("id")) }
+        let id = try Self.pathID(context)
         let notFound = HTTPError(.notFound, message: "no notification \(id.uuidString.lowercased())")
         guard let record = try await self.store.campaign(id), record.kind == .notification else { throw notFound }
         try Self.require(key, record.topic)
@@ -114,7 +114,7 @@ public struct APIServer: Sendable {
 
     private func putDevice(_ request: Request, _ context: BasicRequestContext) async throws -> Response {
         let key = try await self.authenticate(request)
-        let token = try Self.input { () throws(APIInputError) in try APIBody.token(context.parameters.get("token") ?? "") }
+        let token = try Self.pathToken(context)
         let body = try await Self.decode(request, context, limit: Self.smallBodyLimit, as: DeviceBody.init)
         try Self.require(key, body.topic)
         let registration = DeviceRegistration(
@@ -132,7 +132,7 @@ public struct APIServer: Sendable {
 
     private func deleteDevice(_ request: Request, _ context: BasicRequestContext) async throws -> Response {
         let key = try await self.authenticate(request)
-        let token = try Self.input { () throws(APIInputError) in try APIBody.token(context.parameters.get("token") ?? "") }
+        let token = try Self.pathToken(context)
         guard let topic = request.uri.queryParameters.get("topic"), !topic.isEmpty else {
             throw Self.badRequest("name the device's app: DELETE /v1/devices/{token}?topic=…&environment=…")
         }
@@ -190,7 +190,7 @@ public struct APIServer: Sendable {
 
     private func campaign(_ request: Request, _ context: BasicRequestContext) async throws -> Response {
         let key = try await self.authenticate(request)
-        let id = try Self.input { () throws(APIInputError) in try APIBody.uuid(context.parameters.get("id")) }
+        let id = try Self.pathID(context)
         guard let record = try await self.store.campaign(id) else { throw HTTPError(.notFound, message: "no campaign \(id.uuidString.lowercased())") }
         try Self.require(key, record.topic)
         return Self.json(.ok, StatusReport(record: record).json)
@@ -237,6 +237,16 @@ public struct APIServer: Sendable {
         } catch {
             throw Self.badRequest(error.message)
         }
+    }
+
+    /// The path's `{id}`; 400 unless a UUID.
+    static func pathID(_ context: BasicRequestContext) throws -> UUID {
+        try Self.input { () throws(APIInputError) in try APIBody.uuid(context.parameters.get("id")) }
+    }
+
+    /// The path's `{token}`; 400 unless a device token in hex.
+    static func pathToken(_ context: BasicRequestContext) throws -> DeviceToken {
+        try Self.input { () throws(APIInputError) in try APIBody.token(context.parameters.get("token") ?? "") }
     }
 
     static func badRequest(_ message: String) -> HTTPError { HTTPError(.badRequest, message: message) }

@@ -16,16 +16,19 @@ public enum CampaignLoops {
     /// weight of a thread at the process's priority when both want a core).
     public static let niceIncrement: Int32 = 10
 
+    /// The main thread's nice value: the process's priority, whichever thread asks (threads
+    /// inherit their creator's, and the runtime's own threads may differ).
+    public static func processNiceValue() -> Int32 {
+        getpriority(__priority_which_t(PRIO_PROCESS.rawValue), id_t(getpid()))
+    }
+
     public static let group: any EventLoopGroup = {
         let group = MultiThreadedEventLoopGroup(numberOfThreads: System.coreCount)
         for loop in group.makeIterator() {
-            // On Linux a thread's nice value is its own, and PRIO_PROCESS with id 0 names the
-            // calling thread.
+            // On Linux a thread's nice value is its own: PRIO_PROCESS with id 0 names the calling
+            // thread, with the process id the main thread, whose value is the process's.
             try? loop.submit {
-                errno = 0
-                let current = getpriority(__priority_which_t(PRIO_PROCESS.rawValue), 0)
-                guard errno == 0 else { return }
-                _ = setpriority(__priority_which_t(PRIO_PROCESS.rawValue), 0, min(19, current + niceIncrement))
+                _ = setpriority(__priority_which_t(PRIO_PROCESS.rawValue), 0, min(19, processNiceValue() + niceIncrement))
             }.wait()
         }
         return group

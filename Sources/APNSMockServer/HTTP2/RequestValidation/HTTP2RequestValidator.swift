@@ -44,7 +44,7 @@ package struct HTTP2RequestValidator {
     }
 
     /// The largest body any push type may carry, in bytes.
-    package static let largestPayload = PayloadFormat.voip.maximumByteCount
+    static let largestPayload = PayloadFormat.voip.maximumByteCount
     private static let devicePathPrefix = "/3/device/"
 
     private let invalidTokens: Set<DeviceToken>
@@ -72,16 +72,16 @@ package struct HTTP2RequestValidator {
 
     /// The headers of one request that matter, read in one pass.
     package struct Request {
-        package var method: String? = nil
-        package var path: String? = nil
-        package var authorization: String? = nil
-        package var topic: String? = nil
-        package var pushType: String? = nil
-        package var priority: String? = nil
-        package var expiration: String? = nil
-        package var collapseID: String? = nil
-        package var apnsID: String? = nil
-        package var hasDuplicates = false
+        var method: String? = nil
+        var path: String? = nil
+        var authorization: String? = nil
+        var topic: String? = nil
+        var pushType: String? = nil
+        var priority: String? = nil
+        var expiration: String? = nil
+        var collapseID: String? = nil
+        var apnsID: String? = nil
+        var hasDuplicates = false
 
         package init(fields: [HTTP2HeaderField]) {
             var otherAPNSHeaders: Set<String> = []
@@ -110,14 +110,14 @@ package struct HTTP2RequestValidator {
         }
 
         /// The request's `apns-id` if it is canonical; the answer echoes it.
-        package var validAPNSID: String? {
+        var validAPNSID: String? {
             guard let apnsID = self.apnsID, HTTP2RequestValidator.isCanonicalUUID(apnsID) else { return nil }
             return apnsID
         }
     }
 
     /// Whether a request on this connection was answered `ExpiredProviderToken`.
-    package var isWedged: Bool { self.authenticator.isWedged }
+    var isWedged: Bool { self.authenticator.isWedged }
 
     /// Judges one complete request.
     /// - Parameters:
@@ -209,7 +209,7 @@ package struct HTTP2RequestValidator {
     }
 
     /// `xxxxxxxx-xxxx-xxxx-xxxx-xxxxxxxxxxxx`, hex digits in either case.
-    package static func isCanonicalUUID(_ text: String) -> Bool {
+    static func isCanonicalUUID(_ text: String) -> Bool {
         var count = 0
         for byte in text.utf8 {
             let isDash = count == 8 || count == 13 || count == 18 || count == 23
