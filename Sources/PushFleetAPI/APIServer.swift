@@ -26,9 +26,15 @@ public struct APIServer: Sendable {
     /// so larger audiences go through `pushfleet launch` or `from_registry`.
     static let campaignBodyLimit = 16 * 1024 * 1024
 
-    public init(store: CampaignStore, queue: CampaignQueue, logger: Logger) {
+    /// Keys accepted within the cache's lifetime, taken on trust.
+    let keys: APIKeyCache
+
+    /// A server over `store` and `queue`; an accepted key is taken on trust for `keyCacheLifetime`
+    /// (a revocation reaches this server within that time; zero checks every request).
+    public init(store: CampaignStore, queue: CampaignQueue, keyCacheLifetime: Duration = .zero, logger: Logger) {
         self.store = store
         self.queue = queue
+        self.keys = APIKeyCache(lifetime: keyCacheLifetime)
         self.logger = logger
     }
 
@@ -205,7 +211,7 @@ public struct APIServer: Sendable {
         )
         guard let header = request.headers[.authorization], header.lowercased().hasPrefix("bearer ") else { throw unauthorized }
         let bearer = header.dropFirst("bearer ".count).trimmingCharacters(in: .whitespaces)
-        guard let key = try await self.store.authenticate(bearer: bearer) else { throw unauthorized }
+        guard let key = try await self.keys.key(for: bearer, lookup: self.store.authenticate(bearer:)) else { throw unauthorized }
         return key
     }
 

@@ -4,11 +4,18 @@ public import PushFleetCore
 
 extension CampaignStore {
     /// Writes a new campaign (state `pending`) and one `campaign_shards` row per entry of
-    /// `shardTokenCounts`, in one statement.
+    /// `shardTokenCounts`, in one statement; with `tokens`, also the durable copy of its shards
+    /// (as ``storeShardTokens(campaign:launch:shards:)`` writes it) and the launch they belong to
+    /// (as ``recordLaunch(_:launch:)`` records it), in the same statement.
+    ///
+    /// A notification's launch waits on every round trip, so this is one round trip whenever the
+    /// app is known (two the first time a topic and environment are seen).
     /// - Returns: `false`, changing nothing, if a campaign with this id exists already (a re-run launch).
     /// - Throws: ``PostgresStoreError`` with code `invalidInput` when the shard counts do not add up to
     ///   `totalTokens`, or a count, the shard size or the environment is out of range.
-    public func createCampaign(_ campaign: NewCampaign) async throws -> Bool {
+    public func createCampaign(
+        _ campaign: NewCampaign, tokens: (launch: String, shards: [(shard: Int, tokens: [DeviceToken])])? = nil
+    ) async throws -> Bool {
         guard campaign.shardTokenCounts.allSatisfy({ $0 >= 0 }), campaign.shardSize > 0 else {
             throw PostgresStoreError.invalidInput("campaign \(campaign.id): shard sizes must be positive and token counts not negative")
         }
@@ -18,31 +25,44 @@ extension CampaignStore {
                 "campaign \(campaign.id): its \(campaign.shardTokenCounts.count) shards hold \(sum) tokens, but the total is \(campaign.totalTokens)"
             )
         }
-        // One statement (atomic by itself) writes the campaign and its shards: a notification's
-        // launch waits on every round trip.
+        try Self.checkApp(topic: campaign.topic, environment: campaign.environment)
+        let (shardIDs, packed) = (tokens?.shards.map(\.shard) ?? [], PackedShards(tokens?.shards.map(\.tokens) ?? []))
         return try await self.withConnection("create campaign \(campaign.id)") { connection in
-            let app = try await self.appID(topic: campaign.topic, environment: campaign.environment, on: connection)
             let c = campaign
-            let rows = try await connection.query(
-                """
-                WITH created AS (
-                    INSERT INTO campaigns (campaign_id, app_id, payload, push_type, priority, expiration, collapse_id,
-                                           shard_size, shard_count, total_tokens, duplicates_dropped, kind, audience)
-                    VALUES (\(c.id), \(app), \(ByteBuffer(bytes: c.payload)), \(c.pushType), \(c.priority), \(c.expiration),
-                            \(c.collapseID), \(c.shardSize), \(c.shardTokenCounts.count), \(c.totalTokens), \(c.duplicatesDropped),
-                            \(c.kind.rawValue), \(c.audience))
-                    ON CONFLICT (campaign_id) DO NOTHING
-                    RETURNING campaign_id
-                ), shards AS (
-                    INSERT INTO campaign_shards (campaign_id, shard, token_count)
-                    SELECT created.campaign_id, s.ordinality - 1, s.count
-                    FROM created, unnest(\(c.shardTokenCounts)) WITH ORDINALITY AS s(count, ordinality)
+            // The app is read in the statement; only an app never seen before costs a round trip more.
+            for attempt in 0..<2 {
+                let rows = try await connection.query(
+                    """
+                    WITH app AS (
+                        SELECT app_id FROM apps WHERE topic = \(c.topic) AND environment = \(c.environment)
+                    ), created AS (
+                        INSERT INTO campaigns (campaign_id, app_id, payload, push_type, priority, expiration, collapse_id,
+                                               shard_size, shard_count, total_tokens, duplicates_dropped, kind, audience, launch)
+                        SELECT \(c.id), app.app_id, \(ByteBuffer(bytes: c.payload)), \(c.pushType), \(c.priority), \(c.expiration),
+                               \(c.collapseID), \(c.shardSize), \(c.shardTokenCounts.count), \(c.totalTokens), \(c.duplicatesDropped),
+                               \(c.kind.rawValue), \(c.audience), \(tokens?.launch)
+                        FROM app
+                        ON CONFLICT (campaign_id) DO NOTHING
+                        RETURNING campaign_id
+                    ), shards AS (
+                        INSERT INTO campaign_shards (campaign_id, shard, token_count)
+                        SELECT created.campaign_id, s.ordinality - 1, s.count
+                        FROM created, unnest(\(c.shardTokenCounts)) WITH ORDINALITY AS s(count, ordinality)
+                    ), stored AS (
+                        INSERT INTO campaign_shard_tokens (campaign_id, launch, shard, tokens)
+                        SELECT created.campaign_id, \(tokens?.launch), u.shard, u.tokens
+                        FROM created, unnest(\(shardIDs), \(packed)) AS u(shard, tokens)
+                        ON CONFLICT (campaign_id, launch, shard) DO UPDATE SET tokens = EXCLUDED.tokens
+                    )
+                    SELECT (SELECT count(*) FROM app), (SELECT count(*) FROM created)
+                    """,
+                    logger: self.logger
                 )
-                SELECT count(*) FROM created
-                """,
-                logger: self.logger
-            )
-            for try await count in rows.decode(Int64.self) { return count == 1 }
+                var (apps, created): (Int64, Int64) = (0, 0)
+                for try await row in rows.decode((Int64, Int64).self) { (apps, created) = row }
+                if apps == 1 || attempt == 1 { return created == 1 }
+                _ = try await self.appID(topic: c.topic, environment: c.environment, on: connection)
+            }
             return false
         }
     }

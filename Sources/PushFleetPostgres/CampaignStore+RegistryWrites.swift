@@ -14,12 +14,18 @@ extension CampaignStore {
     /// Tokens per statement: one bind array each, well inside the protocol's 1 GB message limit.
     static let batchSize = 10_000
 
-    /// The id of the app `topic` and `environment` name, created if new.
-    func appID(topic: String, environment: String, on connection: PostgresConnection) async throws -> Int64 {
+    /// Throws ``PostgresStoreError`` with code `invalidInput` unless `topic` is not empty and
+    /// `environment` is `production` or `sandbox`.
+    static func checkApp(topic: String, environment: String) throws {
         guard !topic.isEmpty else { throw PostgresStoreError.invalidInput("the topic (bundle id) is empty") }
         guard environment == "production" || environment == "sandbox" else {
             throw PostgresStoreError.invalidInput("environment '\(environment)' is not production or sandbox")
         }
+    }
+
+    /// The id of the app `topic` and `environment` name, created if new.
+    func appID(topic: String, environment: String, on connection: PostgresConnection) async throws -> Int64 {
+        try Self.checkApp(topic: topic, environment: environment)
         let found = try await connection.query(
             "SELECT app_id FROM apps WHERE topic = \(topic) AND environment = \(environment)", logger: self.logger
         )

@@ -63,6 +63,9 @@ public struct Launcher: Sendable {
     public let queue: CampaignQueue
     public let store: CampaignStore
 
+    /// Shards written to Redis and Postgres per round trip while the audience is read.
+    static let stagingBatch = 50
+
     public init(queue: CampaignQueue, store: CampaignStore) {
         self.queue = queue
         self.store = store
@@ -108,6 +111,9 @@ public struct Launcher: Sendable {
             try? await store.discardShardTokens(campaign: id, launch: launch)
         }
         current.reserveCapacity(request.shardSize)
+        // A new campaign whose shards all fit in one batch (a notification's always do) is written
+        // to Postgres with its shards' tokens in one statement, while Redis stages them.
+        var together = false
         do {
             while true {
                 let batch = try await tokens.next(upTo: 4_096)
@@ -125,7 +131,7 @@ public struct Launcher: Sendable {
                         staged.append((shardCounts.count, current))
                         shardCounts.append(current.count)
                         current.removeAll(keepingCapacity: true)
-                        if staged.count == 50 {
+                        if staged.count == Self.stagingBatch {
                             try await stage(staged)
                             staged.removeAll()
                         }
@@ -137,7 +143,8 @@ public struct Launcher: Sendable {
                 shardCounts.append(current.count)
             }
             guard !shardCounts.isEmpty else { throw LaunchError.emptyAudience() }
-            if !staged.isEmpty { try await stage(staged) }
+            together = existing == nil && writing == nil
+            if !together, !staged.isEmpty { try await stage(staged) }
             try await writing?.value
         } catch {
             _ = try? await writing?.value
@@ -156,7 +163,11 @@ public struct Launcher: Sendable {
         campaign.audience = request.audience
         let used: Bool
         do {
-            used = try await self.recordAndPublish(campaign, existing: existing, launch: launch)
+            if together {
+                used = try await self.recordStagingAndPublish(campaign, launch: launch, shards: staged)
+            } else {
+                used = try await self.recordAndPublish(campaign, existing: existing, launch: launch)
+            }
         } catch {
             await discard(shardCount: shardCounts.count)
             throw error
@@ -167,9 +178,30 @@ public struct Launcher: Sendable {
             await discard(shardCount: shardCounts.count)
             return Result(id: id, total: total, duplicatesDropped: duplicates, shardCount: shardCounts.count, created: false)
         }
-        try await self.store.recordLaunch(id, launch: launch)
+        if !together { try await self.store.recordLaunch(id, launch: launch) }
         _ = try await self.store.setState(id, to: .running, from: [.pending])
         return Result(id: id, total: total, duplicatesDropped: duplicates, shardCount: shardCounts.count, created: true)
+    }
+
+    /// Records the campaign in Postgres with its shards' tokens and the launch, in one statement,
+    /// while Redis stages the same shards, and publishes them if the row is this launch's: the
+    /// fewest round trips for a small launch such as a doorbell's ring.
+    /// - Returns: whether this launch's shards became the campaign (see ``recordAndPublish(_:existing:launch:)``).
+    private func recordStagingAndPublish(
+        _ campaign: NewCampaign, launch: String, shards: [(shard: Int, tokens: [DeviceToken])]
+    ) async throws -> Bool {
+        async let recorded = self.store.createCampaign(campaign, tokens: (launch, shards))
+        // Both finish before either error is thrown: the caller's discard then finds what they wrote.
+        var stagingError: (any Error)? = nil
+        do {
+            try await self.queue.stageShards(campaign: campaign.id, launch: launch, shards: shards)
+        } catch {
+            stagingError = error
+        }
+        let created = try await recorded
+        if let stagingError { throw stagingError }
+        guard created else { return false }
+        return try await self.queue.publish(CampaignDescriptor(campaign, status: .running), launch: launch)
     }
 
     /// Records the staged campaign in Postgres (unless a pending row of an earlier launch is there)

@@ -42,6 +42,28 @@ import Testing
         }
     }
 
+    /// A small launch's one statement: the campaign, its shards' tokens and the launch together,
+    /// for an app new to the database and for one it knows; a second launch of the same id
+    /// changes nothing, its tokens included.
+    @Test func aCampaignCreatedWithItsTokensRecordsThemAndItsLaunch() async throws {
+        try await PostgresFixture.withStore { store async throws in
+            let topic = PostgresFixture.topic("shard-tokens-together")
+            for _ in 0..<2 {
+                let campaign = PostgresFixture.campaign(topic: topic, shards: 2, perShard: 10)
+                let mine = [try Self.tokens(10, seed: 5), try Self.tokens(10, seed: 6)]
+                #expect(try await store.createCampaign(campaign, tokens: ("mine", [(0, mine[0]), (1, mine[1])])))
+                #expect(try await store.shardTokens(campaign: campaign.id, shard: 0) == mine[0])
+                #expect(try await store.shardTokens(campaign: campaign.id, shard: 1) == mine[1])
+                #expect(try await store.campaign(campaign.id)?.state == .pending)
+
+                let theirs = [try Self.tokens(10, seed: 7), try Self.tokens(10, seed: 8)]
+                #expect(try await !store.createCampaign(campaign, tokens: ("theirs", [(0, theirs[0]), (1, theirs[1])])))
+                try await store.recordLaunch(campaign.id, launch: "theirs")
+                #expect(try await store.shardTokens(campaign: campaign.id, shard: 0) == nil, "the second launch stored nothing")
+            }
+        }
+    }
+
     @Test func aLaunchStoresEveryShardAsItQueuedIt() async throws {
         let redis = try IntegrationEnvironment.redisURL()
         let postgres = try IntegrationEnvironment.postgresURL()
