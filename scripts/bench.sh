@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # scripts/bench.sh [--tokens N] [--workers W] [--connections C] [--protocol binary|http2] [--error-delay-ms D]
-#                  [--stale-percent P] [--doorbell] [--unkind-gateway]
+#                  [--stale-percent P] [--doorbell] [--unkind-gateway] [--rate R]
 #
 # The whole system on this machine, everything local: Redis, Postgres, the simulator, a
 # coordinator and W workers as separate processes; one campaign of N tokens (default
@@ -18,6 +18,11 @@
 # goes every second by `POST /v1/notify` to a group of 3 users with 2 phones each, and prints the
 # rings' p50/p99 latency from the request to the simulator's acceptance of the sixth phone.
 #
+# --rate R measures throttling instead: `pushfleet demo --rate R` launches the campaign (by default
+# 20 seconds' worth, 20 x R tokens) with a fleet-wide limit of R notifications a second, and prints
+# the deliveries of each second as the simulator's ledger counted them, with the spread of the full
+# seconds (the first and last are partial).
+#
 # --unkind-gateway (HTTP/2) makes the simulator behave as common HTTP/2 servers do rather than as
 # kindly as it can: 250 streams per connection, HTTP/2's 65,535-byte window for request bodies
 # refunded with a WINDOW_UPDATE per request, every answer frame in a TLS record of its own; and 20%
@@ -29,7 +34,7 @@ source scripts/lib/services.sh
 # shellcheck source=lib/harness.sh
 source scripts/lib/harness.sh
 
-tokens=10000000
+tokens=
 workers=2
 connections=4
 protocol=binary
@@ -37,6 +42,7 @@ error_delay_ms=500
 stale_percent=
 doorbell=0
 unkind=0
+rate=
 while (($#)); do
     case "$1" in
         --tokens) tokens="$2"; shift 2 ;;
@@ -47,10 +53,14 @@ while (($#)); do
         --stale-percent) stale_percent="$2"; shift 2 ;;
         --doorbell) doorbell=1; shift ;;
         --unkind-gateway) unkind=1; shift ;;
+        --rate) rate="$2"; shift 2 ;;
         *) echo "unknown option $1" >&2; exit 2 ;;
     esac
 done
 [[ "$protocol" == binary || "$protocol" == http2 ]] || { echo "--protocol is binary or http2" >&2; exit 2; }
+[[ -z "$rate" || "$rate" =~ ^[1-9][0-9]*$ ]] || { echo "--rate is a number of notifications a second" >&2; exit 2; }
+((doorbell == 0)) || [[ -z "$rate" ]] || { echo "--doorbell and --rate are two different runs" >&2; exit 2; }
+tokens="${tokens:-$([[ -n "$rate" ]] && echo $((rate * 20)) || echo 10000000)}"
 ((unkind == 0)) || [[ "$protocol" == http2 ]] || { echo "--unkind-gateway is for --protocol http2" >&2; exit 2; }
 stale_percent="${stale_percent:-$((unkind ? 20 : 0))}"
 unkind_options=()
@@ -91,6 +101,16 @@ if ((doorbell)); then
         --redis "$PUSHFLEET_REDIS_URL" --postgres "$PUSHFLEET_POSTGRES_URL" >"$tmp/demo.out" 2>"$tmp/demo.err" || status=$?
     grep -E '^ring ' "$tmp/demo.err" | tail -n 3 || true
     grep -E '^(reconciliation|doorbell|✔|✘)' "$tmp/demo.out" || true
+    ((status == 0)) || tail -n 20 "$tmp/demo.err" >&2
+    exit "$status"
+fi
+if [[ -n "$rate" ]]; then
+    echo "run: $tokens tokens limited to $rate a second, $workers workers x $connections connections, $protocol"
+    status=0
+    "$bin" demo --rate "$rate" --tokens "$tokens" --protocol "$protocol" --workers "$workers" --connections "$connections" \
+        --invalid-percent 0 --unregistered-percent 0 --error-delay-ms "$error_delay_ms" --certs "$tmp/certs" \
+        --redis "$PUSHFLEET_REDIS_URL" --postgres "$PUSHFLEET_POSTGRES_URL" >"$tmp/demo.out" 2>"$tmp/demo.err" || status=$?
+    sed -n '/^reconciliation/,$p' "$tmp/demo.out"
     ((status == 0)) || tail -n 20 "$tmp/demo.err" >&2
     exit "$status"
 fi

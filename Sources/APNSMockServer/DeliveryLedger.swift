@@ -1,3 +1,4 @@
+import Foundation
 public import PushFleetCore
 import NIOConcurrencyHelpers
 
@@ -34,7 +35,13 @@ public final class DeliveryLedger: Sendable {
         var connections: [String: Int] = [:]
         var closes: [String: Int] = [:]
         var pings = 0
+        /// Accepted notifications by UNIX second of the simulator's clock, the last
+        /// ``DeliveryLedger/timelineSeconds`` of them.
+        var perSecond: [Int: Int] = [:]
     }
+
+    /// How many seconds of acceptances ``acceptedPerSecond()`` keeps.
+    public static let timelineSeconds = 3_600
 
     private let state = NIOLockedValueBox(State())
 
@@ -43,9 +50,14 @@ public final class DeliveryLedger: Sendable {
     /// Records accepted notifications by token fingerprint; one lock acquisition per batch.
     func recordAccepted(fingerprints: [UInt64]) {
         guard !fingerprints.isEmpty else { return }
+        let second = Int(Date().timeIntervalSince1970)
         self.state.withLockedValue { state in
             for fingerprint in fingerprints { state.counter.increment(fingerprint) }
             state.accepted += fingerprints.count
+            if state.perSecond[second] == nil, state.perSecond.count >= Self.timelineSeconds {
+                state.perSecond = state.perSecond.filter { $0.key > second - Self.timelineSeconds }
+            }
+            state.perSecond[second, default: 0] += fingerprints.count
         }
     }
 
@@ -97,6 +109,12 @@ public final class DeliveryLedger: Sendable {
                 memoryBytes: state.counter.memoryBytes
             )
         }
+    }
+
+    /// Accepted notifications in each second (UNIX seconds of the simulator's clock) of the last
+    /// hour that had any, in order: how evenly a throttled campaign arrived.
+    public func acceptedPerSecond() -> [(second: Int, accepted: Int)] {
+        self.state.withLockedValue { $0.perSecond }.sorted { $0.key < $1.key }.map { (second: $0.key, accepted: $0.value) }
     }
 
     /// Forgets everything.

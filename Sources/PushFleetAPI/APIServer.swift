@@ -170,10 +170,11 @@ public struct APIServer: Sendable {
         let fields = body.fields
         try Self.require(key, fields.topic)
         let launcher = Launcher(queue: self.queue, store: self.store)
-        let launch = Launcher.Request(
+        var launch = Launcher.Request(
             id: fields.id, topic: fields.topic, environment: fields.environment, payload: fields.payload, pushType: fields.pushType,
             priority: fields.priority, expiration: fields.expiration, collapseID: fields.collapseID, shardSize: body.shardSize
         )
+        launch.rateLimit = body.rateLimit
         let result: Launcher.Result
         do {
             switch body.audience {

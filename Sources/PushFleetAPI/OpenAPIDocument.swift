@@ -51,7 +51,8 @@ enum OpenAPIDocument {
                 "properties": {
                   "tokens": { "type": "array", "items": { "type": "string", "description": "hex" } },
                   "from_registry": { "type": "boolean" },
-                  "shard_size": { "type": "integer", "minimum": 1, "maximum": 100000, "default": 1000 }
+                  "shard_size": { "type": "integer", "minimum": 1, "maximum": 100000, "default": 1000 },
+                  "rate": { "type": "integer", "minimum": 1, "description": "notifications per second, fleet-wide; absent: as fast as the fleet can" }
                 }
               }
             ]
@@ -83,6 +84,7 @@ enum OpenAPIDocument {
               "id": { "type": "string" }, "state": { "type": "string" }, "total": { "type": "integer" },
               "accepted": { "type": "integer" }, "rejected": { "type": "object", "additionalProperties": { "type": "integer" } },
               "pending": { "type": "integer" }, "resent": { "type": "integer" }, "rate": { "type": "number" },
+              "rate_limit": { "type": ["integer", "null"] },
               "eta_seconds": { "type": ["number", "null"] }
             }
           },

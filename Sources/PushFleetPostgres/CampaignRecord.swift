@@ -46,6 +46,8 @@ public struct CampaignRecord: Sendable, Hashable {
     public var foldSequence: Int = 0
     /// A campaign, or a notification worked from its topic's lane.
     public var kind: CampaignKind = .campaign
+    /// Notifications per second, fleet-wide; nil sends as fast as the fleet can.
+    public var rateLimit: Int? = nil
 
     public init(
         id: UUID, topic: String, environment: String, state: CampaignState, total: Int, shardCount: Int,

@@ -37,10 +37,11 @@ extension CampaignStore {
                         SELECT app_id FROM apps WHERE topic = \(c.topic) AND environment = \(c.environment)
                     ), created AS (
                         INSERT INTO campaigns (campaign_id, app_id, payload, push_type, priority, expiration, collapse_id,
-                                               shard_size, shard_count, total_tokens, duplicates_dropped, kind, audience, launch)
+                                               shard_size, shard_count, total_tokens, duplicates_dropped, kind, audience, launch,
+                                               rate_limit)
                         SELECT \(c.id), app.app_id, \(ByteBuffer(bytes: c.payload)), \(c.pushType), \(c.priority), \(c.expiration),
                                \(c.collapseID), \(c.shardSize), \(c.shardTokenCounts.count), \(c.totalTokens), \(c.duplicatesDropped),
-                               \(c.kind.rawValue), \(c.audience), \(tokens?.launch)
+                               \(c.kind.rawValue), \(c.audience), \(tokens?.launch), \(c.rateLimit)
                         FROM app
                         ON CONFLICT (campaign_id) DO NOTHING
                         RETURNING campaign_id
@@ -123,6 +124,27 @@ extension CampaignStore {
                     updated_at = now()
                 WHERE campaign_id = \(id) AND state = ANY(\(allowed.map(\.rawValue)))
                 RETURNING 1
+                """,
+                logger: self.logger
+            )
+            var changed = false
+            for try await _ in rows { changed = true }
+            return changed
+        }
+    }
+
+    /// Sets how many notifications a second the fleet sends of a campaign that has not ended;
+    /// nil lifts the limit.
+    /// - Returns: whether such a campaign exists (and now has that limit).
+    /// - Throws: ``PostgresStoreError`` with code `invalidInput` for a limit below 1.
+    public func setRateLimit(_ id: UUID, to rate: Int?) async throws -> Bool {
+        if let rate, rate < 1 { throw PostgresStoreError.invalidInput("a rate limit is at least 1 notification a second, not \(rate)") }
+        let unfinished = CampaignState.allCases.filter { !$0.isFinal }.map(\.rawValue)
+        return try await self.withConnection("set the rate limit of campaign \(id)") { connection in
+            let rows = try await connection.query(
+                """
+                UPDATE campaigns SET rate_limit = \(rate), updated_at = now()
+                WHERE campaign_id = \(id) AND state = ANY(\(unfinished)) RETURNING 1
                 """,
                 logger: self.logger
             )

@@ -31,6 +31,8 @@ public struct NewCampaign: Sendable, Hashable {
     public var kind: CampaignKind = .campaign
     /// For a notification, whom it was asked for (`user:U`, `group:G`, `tokens`); nil otherwise.
     public var audience: String? = nil
+    /// Notifications per second, fleet-wide; nil sends as fast as the fleet can.
+    public var rateLimit: Int? = nil
 
     public init(
         id: UUID, topic: String, environment: String, payload: [UInt8], pushType: String, priority: Int,

@@ -12,7 +12,15 @@ enum Schema {
     /// Key of the transaction-scoped advisory lock that serializes concurrent migrations.
     static let migrationLockKey: Int64 = 0x5055_5348_4D49_4752  // "PUSHMIGR"
 
-    static var migrations: [Migration] { [version1, version2, version3, version4, version5, version6, version7, version8, version9, version10] }
+    static var migrations: [Migration] { [version1, version2, version3, version4, version5, version6, version7, version8, version9, version10, version11] }
+
+    private static var version11: Migration {
+        Migration(version: 11, name: "throttled campaigns", statements: [
+            // Notifications per second, fleet-wide, that the workers keep the campaign to (a token
+            // bucket in Redis); NULL sends as fast as the fleet can.
+            "ALTER TABLE campaigns ADD COLUMN rate_limit integer CHECK (rate_limit IS NULL OR rate_limit > 0)"
+        ])
+    }
 
     private static var version10: Migration {
         Migration(version: 10, name: "rejections written without foreign-key checks", statements: [

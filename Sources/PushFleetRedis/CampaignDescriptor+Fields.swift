@@ -4,8 +4,9 @@ import PushFleetCore
 // MARK: - The `pf:{C}:meta` hash
 
 extension CampaignDescriptor {
-    /// Field/value pairs for `HSET`, in order. `collapse_id` is absent when there is none, and
-    /// `kind` for a campaign (queues published before notifications existed have none).
+    /// Field/value pairs for `HSET`, in order. `collapse_id` is absent when there is none, `kind`
+    /// for a campaign (queues published before notifications existed have none), and `rate` when
+    /// the campaign is not throttled.
     var metaFields: [[UInt8]] {
         var pairs: [(String, [UInt8])] = [
             ("id", Array(self.id.uuidString.lowercased().utf8)),
@@ -21,6 +22,7 @@ extension CampaignDescriptor {
         ]
         if let collapseID = self.collapseID { pairs.append(("collapse_id", Array(collapseID.utf8))) }
         if self.kind != .campaign { pairs.append(("kind", Array(self.kind.rawValue.utf8))) }
+        if let rate = self.rateLimit { pairs.append(("rate", rate.redisArgument)) }
         return pairs.flatMap { [Array($0.0.utf8), $0.1] }
     }
 
@@ -39,6 +41,10 @@ extension CampaignDescriptor {
         guard let payload = fields["payload"] else { throw FieldError(name: "payload") }
         let kind = fields["kind"].map { CampaignKind(rawValue: String(decoding: $0, as: UTF8.self)) } ?? .campaign
         guard let kind else { throw FieldError(name: "kind") }
+        let rate = try fields["rate"].map { bytes throws(FieldError) in
+            guard let rate = Int(String(decoding: bytes, as: UTF8.self)), rate > 0 else { throw FieldError(name: "rate") }
+            return rate
+        }
         self.init(
             id: id,
             topic: try text("topic"),
@@ -51,7 +57,8 @@ extension CampaignDescriptor {
             shardCount: try number("shard_count"),
             totalTokens: try number("total_tokens"),
             status: status,
-            kind: kind
+            kind: kind,
+            rateLimit: rate
         )
     }
 

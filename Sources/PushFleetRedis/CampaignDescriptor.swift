@@ -27,6 +27,9 @@ public struct CampaignDescriptor: Hashable, Sendable {
     public var status: CampaignQueueStatus
     /// Which queue its shards wait in: the campaigns of its topic, or their notification lane.
     public var kind: CampaignKind
+    /// Notifications per second, fleet-wide (``CampaignQueue/read(_:from:count:)`` paces the
+    /// workers by it); nil sends as fast as the fleet can.
+    public var rateLimit: Int?
 
     public init(
         id: UUID,
@@ -40,7 +43,8 @@ public struct CampaignDescriptor: Hashable, Sendable {
         shardCount: Int,
         totalTokens: Int,
         status: CampaignQueueStatus = .running,
-        kind: CampaignKind = .campaign
+        kind: CampaignKind = .campaign,
+        rateLimit: Int? = nil
     ) {
         self.id = id
         self.topic = topic
@@ -54,5 +58,6 @@ public struct CampaignDescriptor: Hashable, Sendable {
         self.totalTokens = totalTokens
         self.status = status
         self.kind = kind
+        self.rateLimit = rateLimit
     }
 }

@@ -40,6 +40,9 @@ struct CampaignKeys: Sendable {
     var stats: [UInt8] { self.key("stats") }
     /// STREAM: rejections and finished shards, for the coordinator.
     var events: [UInt8] { self.key("events") }
+    /// HASH (a throttled campaign only): the fleet's token bucket, `level` (permits, fractional)
+    /// and `at` (milliseconds of Redis `TIME` it was filled to). See ``CampaignScripts/read``.
+    var bucket: [UInt8] { self.key("bucket") }
 
     /// LIST: the raw token bytes of `shard`.
     func shard(_ shard: Int) -> [UInt8] { self.key("s:\(shard)") }
@@ -52,7 +55,7 @@ struct CampaignKeys: Sendable {
     /// Every key but the shard lists.
     var fixed: [[UInt8]] {
         [self.meta, self.pending, self.leases, self.owner, self.fence, self.cursor, self.sent, self.attempts, self.dead,
-         self.stats, self.events, self.checkpoints, self.rebuilt]
+         self.stats, self.events, self.checkpoints, self.rebuilt, self.bucket]
     }
 
     /// `SCAN` pattern matching every key of the campaign.

@@ -34,20 +34,28 @@ extension CampaignQueue {
     }
 
     /// Reads up to `count` tokens of a held shard from `index`, raising the shard's `sent` mark to
-    /// the end of what was returned (tokens read count as handed to a sender).
+    /// the end of what was returned (tokens read count as handed to a sender). A throttled
+    /// campaign's read is paced by the fleet's token bucket (see ``CampaignScripts/read``): it may
+    /// get fewer tokens, or none and how long to wait.
     /// - Parameters:
     ///   - index: The first index to read, from 0.
     ///   - count: How many tokens at most; the worker's read window (e.g. 100).
-    /// - Returns: The tokens (empty past the end, or when `count` < 1), or nil when the lease was lost.
-    public func read(_ lease: ShardLease, from index: Int, count: Int) async throws -> [DeviceToken]? {
+    ///   - clock: The time in milliseconds the bucket is filled to; nil (always, but in tests of
+    ///     the bucket) takes Redis' own clock.
+    /// - Returns: The window (no tokens past the end, or when `count` < 1), or nil when the lease was lost.
+    public func read(_ lease: ShardLease, from index: Int, count: Int, clock: Int? = nil) async throws -> ShardWindow? {
         let keys = CampaignKeys(lease.campaign)
-        return try await self.client.withConnection { connection -> [DeviceToken]? in
+        return try await self.client.withConnection { connection -> ShardWindow? in
             let reply = try connection.checkedEvaluate(
                 "read", CampaignScripts.read,
-                keys: [keys.owner, keys.sent, keys.shard(lease.shard)],
-                arguments: [lease.shard.redisArgument, Array(lease.owner.utf8), index.redisArgument, count.redisArgument]
+                keys: [keys.owner, keys.sent, keys.shard(lease.shard), keys.meta, keys.bucket],
+                arguments: [
+                    lease.shard.redisArgument, Array(lease.owner.utf8), index.redisArgument, count.redisArgument,
+                    clock?.redisArgument ?? [],
+                ]
             )
             if reply.isNull { return nil }
+            if let wait = reply.integer { return ShardWindow(tokens: [], retryAfter: .milliseconds(wait)) }
             guard let items = reply.array else { throw connection.unexpected("the read script", reply) }
             var tokens: [DeviceToken] = []
             tokens.reserveCapacity(items.count)
@@ -57,7 +65,19 @@ extension CampaignQueue {
                 }
                 tokens.append(token)
             }
-            return tokens
+            return ShardWindow(tokens: tokens, retryAfter: nil)
+        }
+    }
+
+    /// Sets how many notifications a second the fleet sends of the campaign (nil: as fast as it
+    /// can); the next read of any worker is paced by it. Does nothing when the campaign is not
+    /// published.
+    public func setRateLimit(campaign: UUID, _ rate: Int?) async throws {
+        let keys = CampaignKeys(campaign)
+        try await self.client.withConnection { connection in
+            _ = try connection.checkedEvaluate(
+                "setRateLimit", CampaignScripts.setRateLimit, keys: [keys.meta], arguments: [rate?.redisArgument ?? []]
+            )
         }
     }
 

@@ -27,19 +27,60 @@ extension CampaignScripts {
 
     /// Reads a window of a held shard and raises `sent` to its end.
     ///
-    /// KEYS: 1 owner, 2 sent, 3 shard list. ARGV: 1 shard, 2 worker|fence, 3 start index, 4 count.
-    /// Returns nil (lease lost) or the tokens (empty past the end, or for a negative start or count < 1).
+    /// A throttled campaign (a `rate` in its meta hash) is paced here, by a token bucket the whole
+    /// fleet shares: it fills at `rate` permits a second, and a read takes a permit per token. A
+    /// read is granted once the bucket holds `min(count, burst)` permits, a burst being a tenth of
+    /// a second's worth (at least 1), and then gets as many tokens as the bucket holds, up to
+    /// `count`; before that it gets the milliseconds to wait. The bucket holds two bursts at most,
+    /// so readers that wake a little late lose nothing, and one idle for long gets no flood. Nothing
+    /// is reserved, so a worker that dies holds no share of the rate. The clock is Redis' own
+    /// `TIME`, the same for every worker.
+    ///
+    /// KEYS: 1 owner, 2 sent, 3 shard list, 4 meta, 5 bucket.
+    /// ARGV: 1 shard, 2 worker|fence, 3 start index, 4 count, 5 the time in milliseconds ('' for
+    /// Redis' clock; a test's clock otherwise).
+    /// Returns nil (lease lost), the milliseconds to wait (an integer), or the tokens (empty past
+    /// the end, or for a negative start or count < 1).
     static let read = RedisScript(
         """
         if redis.call('HGET', KEYS[1], ARGV[1]) ~= ARGV[2] then return false end
         local start, count = tonumber(ARGV[3]), tonumber(ARGV[4])
         if start < 0 or count <= 0 then return {} end
+        local rate = tonumber(redis.call('HGET', KEYS[4], 'rate') or '0') or 0
+        if rate > 0 then
+          local now = tonumber(ARGV[5])
+          if not now then
+            local t = redis.call('TIME')
+            now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+          end
+          local burst = math.max(1, math.ceil(rate / 10))
+          local bucket = redis.call('HMGET', KEYS[5], 'level', 'at')
+          local level, at = tonumber(bucket[1]), tonumber(bucket[2])
+          if not level or not at then level, at = 2 * burst, now end
+          if now > at then level, at = level + (now - at) * rate / 1000, now end
+          level = math.min(2 * burst, level)
+          local need = math.min(count, burst)
+          if level < need then return math.max(1, math.ceil((need - level) * 1000 / rate)) end
+          count = math.min(count, math.floor(level))
+          redis.call('HSET', KEYS[5], 'level', string.format('%.17g', level - count), 'at', at)
+          redis.call('PEXPIRE', KEYS[5], 60000)
+        end
         local items = redis.call('LRANGE', KEYS[3], start, start + count - 1)
         local reached = start + #items
         if reached > tonumber(redis.call('HGET', KEYS[2], ARGV[1]) or '0') then
           redis.call('HSET', KEYS[2], ARGV[1], reached)
         end
         return items
+        """
+    )
+
+    /// Sets (ARGV[1] a rate) or lifts (ARGV[1] '') the campaign's rate limit in its meta hash
+    /// (KEYS[1]), if the campaign is published.
+    static let setRateLimit = RedisScript(
+        """
+        if redis.call('EXISTS', KEYS[1]) == 0 then return 0 end
+        if ARGV[1] == '' then redis.call('HDEL', KEYS[1], 'rate') else redis.call('HSET', KEYS[1], 'rate', ARGV[1]) end
+        return 1
         """
     )
 

@@ -42,6 +42,10 @@ public struct LaunchError: Error, CustomStringConvertible {
         Self(message: "the notification names \(count) tokens; at most \(maximum) go in one notification, launch a campaign for more")
     }
 
+    static func rateLimitTooLow(_ rate: Int) -> Self {
+        Self(message: "a rate limit is at least 1 notification a second, not \(rate); nothing was created")
+    }
+
     static func emptyAudience() -> Self {
         Self(message: "the audience has no tokens")
     }

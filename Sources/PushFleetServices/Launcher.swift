@@ -33,6 +33,8 @@ public struct Launcher: Sendable {
         public var kind: CampaignKind = .campaign
         /// For a notification, whom it was asked for (`user:U`, `group:G`, `tokens`).
         public var audience: String? = nil
+        /// Notifications per second, fleet-wide; nil sends as fast as the fleet can.
+        public var rateLimit: Int? = nil
 
         public init(
             id: UUID? = nil, topic: String, environment: String, payload: Payload, pushType: String = "alert",
@@ -72,6 +74,7 @@ public struct Launcher: Sendable {
     }
 
     public func launch(_ request: Request, tokens: inout some TokenSource) async throws -> Result {
+        if let rate = request.rateLimit, rate < 1 { throw LaunchError.rateLimitTooLow(rate) }
         let id = request.id ?? UUID()
         // An id made here is new: only a given one can name a campaign that exists.
         let existing = request.id == nil ? nil : try await self.store.campaign(id)
@@ -161,6 +164,7 @@ public struct Launcher: Sendable {
         )
         campaign.kind = request.kind
         campaign.audience = request.audience
+        campaign.rateLimit = request.rateLimit
         let used: Bool
         do {
             if together {

@@ -173,10 +173,16 @@ struct ShardRun {
             }
             while next < lease.tokenCount, !stopFlag.isSet, !Task.isCancelled {
                 do {
-                    guard let tokens = try await queue.read(lease, from: next, count: min(window, lease.tokenCount - next)) else {
+                    guard let read = try await queue.read(lease, from: next, count: min(window, lease.tokenCount - next)) else {
                         continuation.yield(.leaseLost)
                         return
                     }
+                    if let wait = read.retryAfter {
+                        // A throttled campaign: the fleet's bucket refills.
+                        try? await Task.sleep(for: wait)
+                        continue
+                    }
+                    let tokens = read.tokens
                     if tokens.isEmpty { return }
                     readMark.raise(to: next + tokens.count)
                     continuation.yield(.handing(upTo: next + tokens.count))

@@ -43,6 +43,7 @@ public struct StatusReport: Sendable {
             ("reason", r.stateReason.map(Self.quote) ?? "null"),
             ("resumes_at", r.autoResumeAt.map { Self.quote(Self.timestamp($0)) } ?? "null"),
             ("rate", String(format: "%.1f", self.rate)),
+            ("rate_limit", r.rateLimit.map(String.init) ?? "null"),
             ("eta_seconds", self.etaSeconds.map { String(format: "%.1f", $0) } ?? "null"),
             ("created_at", Self.quote(Self.timestamp(r.createdAt))),
             ("started_at", r.startedAt.map { Self.quote(Self.timestamp($0)) } ?? "null"),
@@ -69,7 +70,10 @@ public struct StatusReport: Sendable {
         if !r.deadShards.isEmpty {
             lines.append("dead      \(r.deadShards.count) shard\(r.deadShards.count == 1 ? "" : "s"); `pushfleet campaign retry \(r.id.uuidString.lowercased())` puts them back")
         }
-        lines.append("rate      \(Int(self.rate))/s" + (self.etaSeconds.map { "  ETA \(Int($0.rounded()))s" } ?? ""))
+        lines.append(
+            "rate      \(Int(self.rate))/s" + (r.rateLimit.map { " (limit \($0)/s)" } ?? "")
+                + (self.etaSeconds.map { "  ETA \(Int($0.rounded()))s" } ?? "")
+        )
         return lines.joined(separator: "\n")
     }
 

@@ -2,6 +2,7 @@ import Foundation
 import PushFleetAPI
 import PushFleetCore
 import PushFleetPostgres
+import PushFleetRedis
 import PushFleetTestSupport
 import Testing
 #if canImport(Glibc)
@@ -130,6 +131,12 @@ import Glibc
                 "POST", "/v1/campaigns", key: bearer, body: #"{"id":"\#(id.uuidString)","topic":"\#(topic)","tokens":[],"payload":{"aps":{"alert":"x"}}}"#
             )
             #expect(campaign.status == 400, "\(campaign.body)")
+            let throttled = try await server.call(
+                "POST", "/v1/campaigns", key: bearer,
+                body: #"{"id":"\#(id.uuidString)","topic":"\#(topic)","tokens":["\#(token.hexString)"],"rate":0,"payload":{"aps":{"alert":"x"}}}"#
+            )
+            #expect(throttled.status == 400, "\(throttled.body)")
+            #expect(throttled.body.contains("rate"), "\(throttled.body)")
             let device = try await server.call(
                 "PUT", "/v1/devices/\(token.hexString)", key: bearer, body: #"{"topic":"\#(topic)","user":"u","platform":"amiga"}"#
             )
@@ -137,6 +144,32 @@ import Glibc
             #expect(device.body.contains("amiga"))
             #expect(try await store.campaign(id) == nil)
             #expect(try await store.tokenStatus(token, topic: topic, environment: "production") == nil)
+        }
+        await server.stop()
+    }
+
+    /// A campaign launched with `"rate"` keeps it: Postgres, the queue workers read, and the
+    /// progress the API reports.
+    @Test func aCampaignLaunchedWithARateKeepsIt() async throws {
+        let server = try await Server.start()
+        try await PostgresFixture.withStore { store in
+            let topic = PostgresFixture.topic("api-rate")
+            let (_, bearer) = try await store.createAPIKey(topics: [topic])
+            let tokens = PostgresFixture.tokens(3)
+            let id = UUID()
+            let list = tokens.map { "\"\($0.hexString)\"" }.joined(separator: ",")
+            let created = try await server.call(
+                "POST", "/v1/campaigns", key: bearer,
+                body: #"{"id":"\#(id.uuidString)","topic":"\#(topic)","tokens":[\#(list)],"rate":500,"payload":{"aps":{"alert":"x"}}}"#
+            )
+            #expect(created.status == 201, "\(created.body)")
+            #expect(try await store.campaign(id)?.rateLimit == 500)
+            let queue = CampaignQueue(client: RedisClient(configuration: try RedisConfiguration(url: try IntegrationEnvironment.redisURL()), logger: silentRedisLogger))
+            #expect(try await queue.descriptor(campaign: id)?.rateLimit == 500)
+            let progress = try await server.call("GET", "/v1/campaigns/\(id.uuidString)", key: bearer)
+            #expect(progress.body.contains(#""rate_limit":500"#), "\(progress.body)")
+            _ = try await store.setState(id, to: .cancelled, from: [.running, .pending])
+            try await queue.client.shutdown()
         }
         await server.stop()
     }

@@ -197,7 +197,7 @@ struct CoordinatorHarness {
     func finishNextShard(of id: UUID, reading: Bool = false) async throws -> ShardLease? {
         guard let lease = try await self.queue.claim(campaign: id, worker: "isolation", leaseMilliseconds: 30_000) else { return nil }
         if reading {
-            #expect(try await self.queue.read(lease, from: lease.cursor, count: lease.tokenCount)?.count == lease.tokenCount - lease.cursor)
+            #expect(try await self.queue.read(lease, from: lease.cursor, count: lease.tokenCount)?.tokens.count == lease.tokenCount - lease.cursor)
         }
         let delta = CheckpointDelta(sequence: 1, cursor: lease.tokenCount, accepted: lease.tokenCount - lease.cursor)
         #expect(try await self.queue.checkpoint(lease, delta, leaseMilliseconds: 30_000) == .ok(.running))
@@ -209,7 +209,7 @@ struct CoordinatorHarness {
     /// `reason`, then completed. - Returns: the rejections, or nil when no shard was pending.
     func rejectNextShard(of id: UUID, reason: String) async throws -> [Rejection]? {
         guard let lease = try await self.queue.claim(campaign: id, worker: "isolation", leaseMilliseconds: 30_000) else { return nil }
-        let tokens = try #require(try await self.queue.read(lease, from: lease.cursor, count: lease.tokenCount))
+        let tokens = try #require(try await self.queue.read(lease, from: lease.cursor, count: lease.tokenCount)?.tokens)
         let rejections = tokens.map { Rejection(token: $0, reason: reason) }
         let delta = CheckpointDelta(sequence: 1, cursor: lease.tokenCount, rejections: rejections)
         #expect(try await self.queue.checkpoint(lease, delta, leaseMilliseconds: 30_000) == .ok(.running))

@@ -53,6 +53,44 @@ import Testing
         #expect(wrong.status == 64)
         #expect(wrong.error.contains("not sleeping"))
     }
+
+    /// `campaign set-rate` changes the limit of a campaign that has not ended (`status` shows it,
+    /// `none` lifts it), and refuses an ended campaign, an unknown one and a rate below 1.
+    @Test func setRateChangesALiveCampaignsLimitAndRefusesTheRest() async throws {
+        let topic = PostgresFixture.topic("set-rate")
+        let (running, done) = (PostgresFixture.campaign(topic: topic), PostgresFixture.campaign(topic: topic))
+        try await PostgresFixture.withStore { (store: CampaignStore) async throws in
+            for campaign in [running, done] { #expect(try await store.createCampaign(campaign)) }
+            #expect(try await store.setState(running.id, to: .running, from: [.pending]))
+            #expect(try await store.setState(done.id, to: .completed, from: [.pending]))
+        }
+        let state = ["--redis", try IntegrationEnvironment.redisURL()] + (try self.postgres())
+        func status(_ id: UUID) async throws -> [String: Any] {
+            let result = try await PushFleetProcess.run(["status", id.uuidString, "--json"] + (try self.postgres()))
+            return try #require(try JSONSerialization.jsonObject(with: Data(result.output.utf8)) as? [String: Any])
+        }
+        #expect(try await status(running.id)["rate_limit"] is NSNull)
+
+        let set = try await PushFleetProcess.run(["campaign", "set-rate", running.id.uuidString, "250"] + state)
+        #expect(set.status == 0, "\(set.error)")
+        #expect(try await status(running.id)["rate_limit"] as? Int == 250)
+        let text = try await PushFleetProcess.run(["status", running.id.uuidString] + (try self.postgres()))
+        #expect(text.output.contains("(limit 250/s)"), "\(text.output)")
+
+        let lifted = try await PushFleetProcess.run(["campaign", "set-rate", running.id.uuidString, "none"] + state)
+        #expect(lifted.status == 0, "\(lifted.error)")
+        #expect(try await status(running.id)["rate_limit"] is NSNull)
+
+        let ended = try await PushFleetProcess.run(["campaign", "set-rate", done.id.uuidString, "10"] + state)
+        #expect(ended.status == 1)
+        #expect(ended.error.contains("is completed"), "\(ended.error)")
+        let unknown = try await PushFleetProcess.run(["campaign", "set-rate", UUID().uuidString, "10"] + state)
+        #expect(unknown.status == 1)
+        #expect(unknown.error.contains("no campaign"), "\(unknown.error)")
+        let zero = try await PushFleetProcess.run(["campaign", "set-rate", running.id.uuidString, "0"] + state)
+        #expect(zero.status == 64)
+        #expect(try await status(running.id)["rate_limit"] is NSNull)
+    }
 }
 
 extension OperatorCommandTests {

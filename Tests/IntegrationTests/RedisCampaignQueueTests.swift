@@ -17,9 +17,9 @@ import Testing
         let lease = try #require(try await queue.claim(campaign: fixture.campaign, worker: "w1", leaseMilliseconds: 30_000))
         #expect(lease == ShardLease(campaign: fixture.campaign, shard: 0, owner: "w1|1", fence: 1, cursor: 0, attempts: 0, tokenCount: 3))
         #expect(try await queue.leaseCount(campaign: fixture.campaign) == 1)
-        #expect(try await queue.read(lease, from: 0, count: 2) == Array(tokens[0][0..<2]))
-        #expect(try await queue.read(lease, from: 2, count: 100) == [tokens[0][2]])
-        #expect(try await queue.read(lease, from: 3, count: 100) == [])
+        #expect(try await queue.read(lease, from: 0, count: 2)?.tokens == Array(tokens[0][0..<2]))
+        #expect(try await queue.read(lease, from: 2, count: 100)?.tokens == [tokens[0][2]])
+        #expect(try await queue.read(lease, from: 3, count: 100)?.tokens == [])
 
         let rejection = Rejection(token: tokens[0][1], reason: "BadDeviceToken", timestampMilliseconds: 1_700_000_000_123)
         let result = try await queue.checkpoint(lease, CheckpointDelta(sequence: 1, cursor: 3, accepted: 2, rejections: [rejection]), leaseMilliseconds: 30_000)
@@ -91,7 +91,7 @@ import Testing
         let lease = try #require(try await fixture.queue.claim(campaign: fixture.campaign, worker: "w", leaseMilliseconds: 30_000))
         #expect(lease.tokenCount == 2_501)
         var read: [DeviceToken] = []
-        while let window = try await fixture.queue.read(lease, from: read.count, count: 1_000), !window.isEmpty { read += window }
+        while let window = try await fixture.queue.read(lease, from: read.count, count: 1_000)?.tokens, !window.isEmpty { read += window }
         #expect(read == big)
         try await fixture.shutdown()
     }
@@ -209,7 +209,7 @@ import Testing
         #expect(try await fixture.queue.activeCampaigns(topic: fixture.topic, environment: "sandbox").contains(fixture.campaign))
         #expect(try await fixture.command("TTL", "pf:{\(fixture.id)}:s:0").integer == -1, "a published list does not expire")
         let lease = try #require(try await fixture.queue.claim(campaign: fixture.campaign, worker: "w", leaseMilliseconds: 30_000))
-        #expect(try await fixture.queue.read(lease, from: 0, count: 10) == first[lease.shard])
+        #expect(try await fixture.queue.read(lease, from: 0, count: 10)?.tokens == first[lease.shard])
         try await fixture.queue.discard(campaign: fixture.campaign, shardCount: 2)
         try await fixture.shutdown()
     }

@@ -105,6 +105,10 @@ public func fuzzTestOneInput(_ start: UnsafeRawPointer?, _ count: Int) -> CInt {
         checkFields(body.fields, json, input)
         check(CampaignBody.shardSizes.contains(body.shardSize), "shard size \(body.shardSize)")
         var members = written(body.fields) + [("shard_size", .integer(body.shardSize))]
+        if let rate = body.rateLimit {
+            check(rate >= 1, "rate \(rate)")
+            members.append(("rate", .integer(rate)))
+        }
         switch body.audience {
         case .tokens(let tokens): members.append(("tokens", tokenList(tokens)))
         case .registry: members.append(("from_registry", .bool(true)))

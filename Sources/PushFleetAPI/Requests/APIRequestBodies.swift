@@ -88,11 +88,15 @@ package struct CampaignBody: Equatable {
     package var fields: NotificationFields
     package var shardSize: Int
     package var audience: Audience
+    /// `rate`: notifications per second, fleet-wide; nil sends as fast as the fleet can.
+    package var rateLimit: Int?
 
     package init(_ body: JSONValue) throws(APIInputError) {
         self.fields = try NotificationFields(body)
         self.shardSize = try APIBody.optionalInteger(body, "shard_size") ?? 1_000
         guard Self.shardSizes.contains(self.shardSize) else { throw APIInputError("\"shard_size\" is between 1 and 100000") }
+        self.rateLimit = try APIBody.optionalInteger(body, "rate")
+        if let rate = self.rateLimit, rate < 1 { throw APIInputError("\"rate\" is at least 1 notification a second") }
         switch (body["tokens"], body["from_registry"]) {
         case (.array(let list)?, nil), (.array(let list)?, .bool(false)?): self.audience = .tokens(try APIBody.tokens(list))
         case (nil, .bool(true)?): self.audience = .registry

@@ -1,5 +1,6 @@
 import ArgumentParser
 import Foundation
+import PushFleetCore
 import PushFleetPostgres
 import PushFleetRedis
 import PushFleetServices
@@ -7,8 +8,8 @@ import PushFleetServices
 /// Operator control of a running campaign.
 struct Campaign: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
-        abstract: "List campaigns; pause, resume, cancel or retry one.",
-        subcommands: [List.self, Pause.self, Resume.self, Cancel.self, Retry.self]
+        abstract: "List campaigns; pause, resume, cancel, retry or throttle one.",
+        subcommands: [List.self, Pause.self, Resume.self, Cancel.self, Retry.self, SetRate.self]
     )
 
     struct Target: ParsableArguments {
@@ -120,6 +121,41 @@ struct Campaign: AsyncParsableCommand {
                     throw CLIError("campaign \(self.target.campaignID) is \(record.state.rawValue); only a failed, running or paused campaign can be retried")
                 }
                 print("campaign \(self.target.campaignID): \(shards) dead shard\(shards == 1 ? "" : "s") back in the queue; \(record.state == .failed ? "running" : record.state.rawValue)")
+            }
+        }
+    }
+
+    struct SetRate: AsyncParsableCommand {
+        static let configuration = CommandConfiguration(
+            commandName: "set-rate",
+            abstract: "Change how many notifications a second the fleet sends of a campaign, while it runs ('none' lifts the limit)."
+        )
+        @OptionGroup var target: Target
+
+        @Argument(help: "Notifications per second, fleet-wide, or 'none'.")
+        var rate: String
+
+        func validate() throws {
+            guard self.rate == "none" || (Int(self.rate) ?? 0) >= 1 else {
+                throw ValidationError("the rate is a number of notifications a second (at least 1) or 'none', not \"\(self.rate)\"")
+            }
+        }
+
+        func run() async throws {
+            let id = UUID(uuidString: self.target.campaignID)!
+            let rate = Int(self.rate)
+            try await self.target.state.withState(logger: makeLogger("pushfleet.campaign")) { queue, store in
+                guard let record = try await store.campaign(id) else { throw CLIError("no campaign \(self.target.campaignID)") }
+                guard record.kind == .campaign, try await store.setRateLimit(id, to: rate) else {
+                    throw CLIError("campaign \(self.target.campaignID) is \(record.state.rawValue); only a campaign that has not ended can be throttled")
+                }
+                do {
+                    try await queue.setRateLimit(campaign: id, rate)
+                } catch {
+                    // Postgres holds the limit; the coordinator tells Redis again every round.
+                    FileHandle.standardError.write(Data("warning: \(error); the coordinator applies it once Redis answers\n".utf8))
+                }
+                print("campaign \(self.target.campaignID): \(rate.map { "at most \($0) notifications a second" } ?? "no rate limit")")
             }
         }
     }

@@ -47,6 +47,9 @@ struct Demo: AsyncParsableCommand {
     @Option(help: "Directory with the test PKI (scripts/make-test-certs.sh).")
     var certs: String
 
+    @Option(help: "Launch the campaign with this rate limit (notifications a second, fleet-wide) and print the deliveries of each second from the simulator's ledger.")
+    var rate: Int?
+
     @Flag(help: "Also ring a doorbell every second while the campaign runs (3 users sharing it, 2 phones each, by POST /v1/notify) and print each ring's latency to APNs acceptance.")
     var doorbell = false
 
@@ -55,6 +58,7 @@ struct Demo: AsyncParsableCommand {
     func validate() throws {
         guard self.tokens > 0 else { throw ValidationError("--tokens must be positive") }
         guard ["http2", "binary"].contains(self.protocol) else { throw ValidationError("--protocol is http2 or binary") }
+        if let rate = self.rate, rate < 1 { throw ValidationError("--rate is at least 1 notification a second") }
         guard (1...16).contains(self.workers), (1...64).contains(self.connections) else { throw ValidationError("--workers is 1 to 16, --connections 1 to 64") }
         guard (0...100).contains(self.invalidPercent), (0...100).contains(self.unregisteredPercent),
             self.invalidPercent + self.unregisteredPercent <= 100
@@ -106,7 +110,8 @@ struct Demo: AsyncParsableCommand {
         }
 
         let started = monotonicSeconds()
-        let launch = try fleet.run(["launch", "--topic", topic, "--protocol", self.protocol, "--tokens", tokenFile, "--payload", #"{"aps":{"alert":"叮咚 · Ding dong: someone is at the door","sound":"default"}}"#] + stateArguments)
+        let launch = try fleet.run(["launch", "--topic", topic, "--protocol", self.protocol, "--tokens", tokenFile, "--payload", #"{"aps":{"alert":"叮咚 · Ding dong: someone is at the door","sound":"default"}}"#]
+            + (self.rate.map { ["--rate", "\($0)"] } ?? []) + stateArguments)
         guard let id = UUID(uuidString: launch.trimmingCharacters(in: .whitespacesAndNewlines).split(separator: "\n").last.map(String.init) ?? "") else {
             throw CLIError("launch printed no campaign id: \(launch)")
         }
@@ -150,6 +155,7 @@ struct Demo: AsyncParsableCommand {
         let report = Reconciliation(audience: audience, record: record, ledger: mock.ledger, unregisteredMarked: unregisteredMarked, seconds: seconds, http2: self.protocol == "http2")
         print(report.text)
         if let rings { print(rings.text) }
+        if self.rate != nil { print(DeliveryHistogram(seconds: mock.ledger.acceptedPerSecond(), limit: self.rate).text) }
         if !report.isExact || rings?.exact == false { throw ExitCode(1) }
     }
 }

@@ -30,6 +30,9 @@ struct Launch: AsyncParsableCommand {
     @Option(help: "Campaign id (UUID); launching the same id twice creates one campaign.")
     var campaignId: String?
 
+    @Option(help: "Send at most N notifications a second, fleet-wide, however many workers there are (`campaign set-rate` changes it while it runs). Default: as fast as the fleet can.")
+    var rate: Int?
+
     @Flag(help: "Print a JSON object instead of the id.")
     var json = false
 
@@ -40,6 +43,7 @@ struct Launch: AsyncParsableCommand {
         guard (self.tokens == nil) != !self.fromRegistry else { throw ValidationError("Give --tokens FILE or --from-registry (one of them).") }
         guard (1...100_000).contains(self.shardSize) else { throw ValidationError("--shard-size is between 1 and 100000") }
         if let id = self.campaignId, UUID(uuidString: id) == nil { throw ValidationError("--campaign-id must be a UUID, got \"\(id)\"") }
+        if let rate = self.rate, rate < 1 { throw ValidationError("--rate is at least 1 notification a second, not \(rate)") }
     }
 
     func run() async throws {
@@ -48,11 +52,12 @@ struct Launch: AsyncParsableCommand {
         let payload = try n.loadPayload()
         let reader = try self.tokens.map { try TokenFileReader(path: $0) }
         let logger = makeLogger("pushfleet.launch")
-        let request = Launcher.Request(
+        var request = Launcher.Request(
             id: self.campaignId.flatMap(UUID.init(uuidString:)), topic: n.topic, environment: n.environment, payload: payload,
             pushType: n.pushType, priority: n.priority, expiration: n.expiration, collapseID: n.collapseId,
             shardSize: self.shardSize, requiredTokenSize: n.requiredTokenSize
         )
+        request.rateLimit = self.rate
         let result = try await self.state.withState(logger: logger) { queue, store in
             let launcher = Launcher(queue: queue, store: store)
             if let reader {
