@@ -175,6 +175,7 @@ public struct APIServer: Sendable {
             priority: fields.priority, expiration: fields.expiration, collapseID: fields.collapseID, shardSize: body.shardSize
         )
         launch.rateLimit = body.rateLimit
+        launch.startsAt = body.startsAt
         let result: Launcher.Result
         do {
             switch body.audience {

@@ -52,7 +52,8 @@ enum OpenAPIDocument {
                   "tokens": { "type": "array", "items": { "type": "string", "description": "hex" } },
                   "from_registry": { "type": "boolean" },
                   "shard_size": { "type": "integer", "minimum": 1, "maximum": 100000, "default": 1000 },
-                  "rate": { "type": "integer", "minimum": 1, "description": "notifications per second, fleet-wide; absent: as fast as the fleet can" }
+                  "rate": { "type": "integer", "minimum": 1, "description": "notifications per second, fleet-wide; absent: as fast as the fleet can" },
+                  "at": { "type": "string", "format": "date-time", "description": "when it starts (state scheduled until then); absent: at once" }
                 }
               }
             ]
@@ -85,6 +86,7 @@ enum OpenAPIDocument {
               "accepted": { "type": "integer" }, "rejected": { "type": "object", "additionalProperties": { "type": "integer" } },
               "pending": { "type": "integer" }, "resent": { "type": "integer" }, "rate": { "type": "number" },
               "rate_limit": { "type": ["integer", "null"] },
+              "starts_at": { "type": ["string", "null"], "format": "date-time" },
               "eta_seconds": { "type": ["number", "null"] }
             }
           },

@@ -48,6 +48,8 @@ public struct CampaignRecord: Sendable, Hashable {
     public var kind: CampaignKind = .campaign
     /// Notifications per second, fleet-wide; nil sends as fast as the fleet can.
     public var rateLimit: Int? = nil
+    /// When it starts (`launch --at`); nil when it started at once.
+    public var startsAt: Date? = nil
 
     public init(
         id: UUID, topic: String, environment: String, state: CampaignState, total: Int, shardCount: Int,

@@ -33,6 +33,8 @@ public struct NewCampaign: Sendable, Hashable {
     public var audience: String? = nil
     /// Notifications per second, fleet-wide; nil sends as fast as the fleet can.
     public var rateLimit: Int? = nil
+    /// When it starts (`launch --at`); nil starts at once.
+    public var startsAt: Date? = nil
 
     public init(
         id: UUID, topic: String, environment: String, payload: [UInt8], pushType: String, priority: Int,

@@ -12,7 +12,20 @@ enum Schema {
     /// Key of the transaction-scoped advisory lock that serializes concurrent migrations.
     static let migrationLockKey: Int64 = 0x5055_5348_4D49_4752  // "PUSHMIGR"
 
-    static var migrations: [Migration] { [version1, version2, version3, version4, version5, version6, version7, version8, version9, version10, version11] }
+    static var migrations: [Migration] { [version1, version2, version3, version4, version5, version6, version7, version8, version9, version10, version11, version12] }
+
+    private static var version12: Migration {
+        Migration(version: 12, name: "scheduled campaigns", statements: [
+            // A campaign launched with `--at` waits in state `scheduled` until then; the
+            // coordinator starts it. NULL starts at once.
+            "ALTER TABLE campaigns ADD COLUMN starts_at timestamptz",
+            "ALTER TABLE campaigns DROP CONSTRAINT campaigns_state_check",
+            """
+            ALTER TABLE campaigns ADD CONSTRAINT campaigns_state_check
+                CHECK (state IN ('pending', 'scheduled', 'running', 'paused', 'completed', 'cancelled', 'failed'))
+            """,
+        ])
+    }
 
     private static var version11: Migration {
         Migration(version: 11, name: "throttled campaigns", statements: [

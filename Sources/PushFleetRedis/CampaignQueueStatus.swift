@@ -6,4 +6,6 @@ public enum CampaignQueueStatus: String, Hashable, Sendable, CaseIterable {
     case paused
     /// No new claims; holders learn it at their next checkpoint and stop.
     case cancelled
+    /// No claims yet: the campaign waits for its start time (the coordinator sets it running).
+    case scheduled
 }

@@ -4,7 +4,7 @@ public import PushFleetPostgres
 public import PushFleetRedis
 import CoreMetrics
 import APNSWire
-import Foundation
+public import Foundation
 import NIOCore
 import NIOPosix
 import PushFleetCore
@@ -57,13 +57,18 @@ public final class CoordinatorService: Sendable {
         public var outageResumeDelay: Duration
         /// The longest wait before resuming after an outage. Defaults to 10 minutes.
         public var outageResumeMaximum: Duration
+        /// The time scheduled campaigns start by, and outage pauses end by. Defaults to the
+        /// system's clock; a test's own otherwise.
+        public var clock: @Sendable () -> Date
 
         public init(
             interval: Duration = .seconds(1), maximumAttempts: Int = 5, eventsPerRound: Int = 20_000,
             feedback: [FeedbackSource] = [], feedbackInterval: Duration = .seconds(60),
             tokenFailureRetention: Duration? = .seconds(30 * 86_400),
-            outageResumeDelay: Duration = .seconds(30), outageResumeMaximum: Duration = .seconds(600)
+            outageResumeDelay: Duration = .seconds(30), outageResumeMaximum: Duration = .seconds(600),
+            clock: @escaping @Sendable () -> Date = { Date() }
         ) {
+            self.clock = clock
             self.outageResumeDelay = outageResumeDelay
             self.outageResumeMaximum = max(outageResumeDelay, outageResumeMaximum)
             self.interval = interval
@@ -157,7 +162,7 @@ public final class CoordinatorService: Sendable {
         var behind = false
         self.roundLag.withLock { $0 = 0 }
         defer { self.metrics.foldLag.set(self.roundLag.withLock { $0 }) }
-        let campaigns = try await self.store.campaigns(in: [.pending, .running, .paused, .cancelled])
+        let campaigns = try await self.store.campaigns(in: [.pending, .scheduled, .running, .paused, .cancelled])
         let served = Set(campaigns.map(\.id))
         self.lastFolded.withLock { folded in folded = folded.filter { served.contains($0.key) } }
         for campaign in campaigns {
@@ -187,6 +192,10 @@ public final class CoordinatorService: Sendable {
             try await self.adoptIfPublished(campaign)
             return false
         }
+        if campaign.state == .scheduled {
+            try await self.startIfDue(campaign)
+            return false
+        }
         if campaign.state == .cancelled {
             if campaign.pending > 0 {
                 try await self.tellRedis(campaign)
@@ -214,7 +223,9 @@ public final class CoordinatorService: Sendable {
             try await self.recordPause(&campaign, request)
             try await self.queue.clearPauseRequest(campaign: campaign.id)
         }
-        if campaign.state == .paused, let at = campaign.autoResumeAt, at <= Date(), try await self.store.resumeAfterOutage(campaign.id) {
+        if campaign.state == .paused, let at = campaign.autoResumeAt, at <= self.configuration.clock(),
+            try await self.store.resumeAfterOutage(campaign.id)
+        {
             campaign.state = .running
             self.logger.notice("campaign resumed after an APNs outage", metadata: ["campaign": "\(campaign.id)"])
         }
@@ -231,9 +242,24 @@ public final class CoordinatorService: Sendable {
         if let launch = try await self.queue.launchID(campaign: campaign.id) {
             try await self.store.recordLaunch(campaign.id, launch: launch)
         }
-        if try await self.store.setState(campaign.id, to: .running, from: [.pending]) {
+        let state = CampaignState.published(startingAt: campaign.startsAt, now: self.configuration.clock())
+        if try await self.store.setState(campaign.id, to: state, from: [.pending]) {
             self.logger.notice("adopted a campaign whose launch published it but did not finish", metadata: ["campaign": "\(campaign.id)"])
         }
+    }
+
+    /// A scheduled campaign starts once its time has come: running in Postgres first, then in
+    /// Redis, where workers claim it (a Redis that does not answer hears it next round). Until
+    /// then Redis is told it is scheduled, in case a rebuild or an adoption said otherwise.
+    private func startIfDue(_ campaign: CampaignRecord) async throws {
+        var campaign = campaign
+        if CampaignState.published(startingAt: campaign.startsAt, now: self.configuration.clock()) == .running,
+            try await self.store.setState(campaign.id, to: .running, from: [.scheduled])
+        {
+            campaign.state = .running
+            self.logger.info("scheduled campaign started", metadata: ["campaign": "\(campaign.id)"])
+        }
+        try await self.tellRedis(campaign)
     }
 
     /// Records a worker's pause request in Postgres. Over an APNs outage the campaign resumes by
@@ -479,9 +505,10 @@ public final class CoordinatorService: Sendable {
 }
 
 extension CampaignQueueStatus {
-    /// The status workers see for a campaign in `state` (running, paused or cancelled).
+    /// The status workers see for a campaign in `state`.
     init(_ state: CampaignState) {
         switch state {
+        case .scheduled: self = .scheduled
         case .paused: self = .paused
         case .cancelled, .completed, .failed: self = .cancelled
         case .pending, .running: self = .running

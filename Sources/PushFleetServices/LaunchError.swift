@@ -46,6 +46,13 @@ public struct LaunchError: Error, CustomStringConvertible {
         Self(message: "a rate limit is at least 1 notification a second, not \(rate); nothing was created")
     }
 
+    static func startInThePast(_ startsAt: Date, now: Date) -> Self {
+        Self(
+            message: "the start time \(startsAt.formatted(.iso8601)) is \(Int(now.timeIntervalSince(startsAt))) s in the past; "
+                + "give a time to come, or none to start at once; nothing was created"
+        )
+    }
+
     static func emptyAudience() -> Self {
         Self(message: "the audience has no tokens")
     }

@@ -35,6 +35,9 @@ public struct Launcher: Sendable {
         public var audience: String? = nil
         /// Notifications per second, fleet-wide; nil sends as fast as the fleet can.
         public var rateLimit: Int? = nil
+        /// When the campaign starts: it is `scheduled` until then, and the coordinator starts
+        /// it. Nil, or a time already past, starts it at once.
+        public var startsAt: Date? = nil
 
         public init(
             id: UUID? = nil, topic: String, environment: String, payload: Payload, pushType: String = "alert",
@@ -68,6 +71,9 @@ public struct Launcher: Sendable {
     /// Shards written to Redis and Postgres per round trip while the audience is read.
     static let stagingBatch = 50
 
+    /// How far in the past a start time may be (clocks differ) and still mean "now".
+    static let pastStartTolerance: TimeInterval = 60
+
     public init(queue: CampaignQueue, store: CampaignStore) {
         self.queue = queue
         self.store = store
@@ -75,6 +81,12 @@ public struct Launcher: Sendable {
 
     public func launch(_ request: Request, tokens: inout some TokenSource) async throws -> Result {
         if let rate = request.rateLimit, rate < 1 { throw LaunchError.rateLimitTooLow(rate) }
+        let launchedAt = Date()
+        if let startsAt = request.startsAt, startsAt < launchedAt - Self.pastStartTolerance {
+            throw LaunchError.startInThePast(startsAt, now: launchedAt)
+        }
+        // The state it takes once published, and the status workers see.
+        let target = CampaignState.published(startingAt: request.startsAt, now: launchedAt)
         let id = request.id ?? UUID()
         // An id made here is new: only a given one can name a campaign that exists.
         let existing = request.id == nil ? nil : try await self.store.campaign(id)
@@ -85,7 +97,7 @@ public struct Launcher: Sendable {
         if let existing, existing.state != .pending || published {
             if existing.state == .pending {
                 // Published by a launch that died before saying so: adopt it here (the coordinator would too).
-                _ = try await self.store.setState(id, to: .running, from: [.pending])
+                _ = try await self.store.setState(id, to: CampaignState.published(startingAt: existing.startsAt, now: Date()), from: [.pending])
             }
             return Result(id: id, total: existing.total, duplicatesDropped: existing.duplicatesDropped, shardCount: existing.shardCount, created: false)
         }
@@ -165,12 +177,13 @@ public struct Launcher: Sendable {
         campaign.kind = request.kind
         campaign.audience = request.audience
         campaign.rateLimit = request.rateLimit
+        campaign.startsAt = request.startsAt
         let used: Bool
         do {
             if together {
-                used = try await self.recordStagingAndPublish(campaign, launch: launch, shards: staged)
+                used = try await self.recordStagingAndPublish(campaign, status: CampaignQueueStatus(target), launch: launch, shards: staged)
             } else {
-                used = try await self.recordAndPublish(campaign, existing: existing, launch: launch)
+                used = try await self.recordAndPublish(campaign, existing: existing, status: CampaignQueueStatus(target), launch: launch)
             }
         } catch {
             await discard(shardCount: shardCounts.count)
@@ -183,16 +196,16 @@ public struct Launcher: Sendable {
             return Result(id: id, total: total, duplicatesDropped: duplicates, shardCount: shardCounts.count, created: false)
         }
         if !together { try await self.store.recordLaunch(id, launch: launch) }
-        _ = try await self.store.setState(id, to: .running, from: [.pending])
+        _ = try await self.store.setState(id, to: target, from: [.pending])
         return Result(id: id, total: total, duplicatesDropped: duplicates, shardCount: shardCounts.count, created: true)
     }
 
     /// Records the campaign in Postgres with its shards' tokens and the launch, in one statement,
     /// while Redis stages the same shards, and publishes them if the row is this launch's: the
     /// fewest round trips for a small launch such as a doorbell's ring.
-    /// - Returns: whether this launch's shards became the campaign (see ``recordAndPublish(_:existing:launch:)``).
+    /// - Returns: whether this launch's shards became the campaign (see ``recordAndPublish(_:existing:status:launch:)``).
     private func recordStagingAndPublish(
-        _ campaign: NewCampaign, launch: String, shards: [(shard: Int, tokens: [DeviceToken])]
+        _ campaign: NewCampaign, status: CampaignQueueStatus, launch: String, shards: [(shard: Int, tokens: [DeviceToken])]
     ) async throws -> Bool {
         async let recorded = self.store.createCampaign(campaign, tokens: (launch, shards))
         // Both finish before either error is thrown: the caller's discard then finds what they wrote.
@@ -205,7 +218,7 @@ public struct Launcher: Sendable {
         let created = try await recorded
         if let stagingError { throw stagingError }
         guard created else { return false }
-        return try await self.queue.publish(CampaignDescriptor(campaign, status: .running), launch: launch)
+        return try await self.queue.publish(CampaignDescriptor(campaign, status: status), launch: launch)
     }
 
     /// Records the staged campaign in Postgres (unless a pending row of an earlier launch is there)
@@ -213,7 +226,9 @@ public struct Launcher: Sendable {
     /// - Returns: whether this launch's shards became the campaign; false when another launch of
     ///   the same id recorded or published it first.
     /// - Throws: ``LaunchError`` when a pending row records another audience.
-    private func recordAndPublish(_ campaign: NewCampaign, existing: CampaignRecord?, launch: String) async throws -> Bool {
+    private func recordAndPublish(
+        _ campaign: NewCampaign, existing: CampaignRecord?, status: CampaignQueueStatus, launch: String
+    ) async throws -> Bool {
         if let existing {
             guard existing.total == campaign.totalTokens, existing.shardCount == campaign.shardTokenCounts.count else {
                 throw LaunchError.audienceDiffers(campaign.id, recorded: existing.total, read: campaign.totalTokens)
@@ -221,6 +236,6 @@ public struct Launcher: Sendable {
         } else if try await !self.store.createCampaign(campaign) {
             return false
         }
-        return try await self.queue.publish(CampaignDescriptor(campaign, status: .running), launch: launch)
+        return try await self.queue.publish(CampaignDescriptor(campaign, status: status), launch: launch)
     }
 }

@@ -44,6 +44,7 @@ public struct StatusReport: Sendable {
             ("resumes_at", r.autoResumeAt.map { Self.quote(Self.timestamp($0)) } ?? "null"),
             ("rate", String(format: "%.1f", self.rate)),
             ("rate_limit", r.rateLimit.map(String.init) ?? "null"),
+            ("starts_at", r.startsAt.map { Self.quote(Self.timestamp($0)) } ?? "null"),
             ("eta_seconds", self.etaSeconds.map { String(format: "%.1f", $0) } ?? "null"),
             ("created_at", Self.quote(Self.timestamp(r.createdAt))),
             ("started_at", r.startedAt.map { Self.quote(Self.timestamp($0)) } ?? "null"),
@@ -58,6 +59,7 @@ public struct StatusReport: Sendable {
         var lines = [
             "campaign  \(r.id.uuidString.lowercased())  \(r.topic) (\(r.environment))",
             "state     \(r.state.rawValue)" + (r.stateReason.map { ": \($0)" } ?? "")
+                + (r.state == .scheduled ? r.startsAt.map { "; starts at \(Self.timestamp($0))" } ?? "" : "")
                 + (r.autoResumeAt.map { "; resumes by itself at \(Self.timestamp($0))" } ?? ""),
             "total     \(r.total)\(r.duplicatesDropped > 0 ? "  (\(r.duplicatesDropped) duplicates dropped)" : "")",
             "accepted  \(r.accepted)",

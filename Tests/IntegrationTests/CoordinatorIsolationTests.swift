@@ -178,10 +178,11 @@ struct CoordinatorHarness {
     func key(_ id: UUID) -> String { id.uuidString.lowercased() }
 
     /// Launches `tokens` fresh tokens in shards of 2 with the Launcher, as `pushfleet launch` does.
-    func launch(tokens count: Int) async throws -> UUID {
+    func launch(tokens count: Int, startsAt: Date? = nil) async throws -> UUID {
         var tokens = Tokens(left: TestTokens.tokens(count, seed: UInt64.random(in: 1...UInt64.max)))
         let payload = try Payload(jsonText: Array(#"{"aps":{"alert":"hi"}}"#.utf8), format: .http2)
-        let request = Launcher.Request(topic: self.topic, environment: self.environment, payload: payload, shardSize: 2)
+        var request = Launcher.Request(topic: self.topic, environment: self.environment, payload: payload, shardSize: 2)
+        request.startsAt = startsAt
         return try await Launcher(queue: self.queue, store: self.store).launch(request, tokens: &tokens).id
     }
 

@@ -54,6 +54,27 @@ import Testing
         #expect(wrong.error.contains("not sleeping"))
     }
 
+    /// `launch --at` takes an ISO 8601 time to come: one it cannot read is a usage error, one an
+    /// hour past is refused; nothing is created either way.
+    @Test func launchAtRefusesATimeItCannotReadOrOneLongPast() async throws {
+        let topic = PostgresFixture.topic("launch-at")
+        let file = NSTemporaryDirectory() + "pushfleet-launch-at-\(UUID().uuidString).txt"
+        try PostgresFixture.tokens(3).map(\.hexString).joined(separator: "\n").write(toFile: file, atomically: true, encoding: .utf8)
+        defer { try? FileManager.default.removeItem(atPath: file) }
+        let launch = ["launch", "--topic", topic, "--tokens", file, "--payload", #"{"aps":{"alert":"hi"}}"#,
+                      "--redis", try IntegrationEnvironment.redisURL()] + (try self.postgres())
+        let unreadable = try await PushFleetProcess.run(launch + ["--at", "tomorrow at nine"])
+        #expect(unreadable.status == 64)
+        #expect(unreadable.error.contains("ISO 8601"), "\(unreadable.error)")
+        let past = Date().addingTimeInterval(-3_600).formatted(.iso8601)
+        let late = try await PushFleetProcess.run(launch + ["--at", past])
+        #expect(late.status == 1)
+        #expect(late.error.contains("in the past"), "\(late.error)")
+        try await PostgresFixture.withStore { (store: CampaignStore) async throws in
+            #expect(try await store.campaigns(in: CampaignState.allCases).allSatisfy { $0.topic != topic })
+        }
+    }
+
     /// `campaign set-rate` changes the limit of a campaign that has not ended (`status` shows it,
     /// `none` lifts it), and refuses an ended campaign, an unknown one and a rate below 1.
     @Test func setRateChangesALiveCampaignsLimitAndRefusesTheRest() async throws {

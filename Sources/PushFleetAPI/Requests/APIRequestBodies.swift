@@ -90,6 +90,8 @@ package struct CampaignBody: Equatable {
     package var audience: Audience
     /// `rate`: notifications per second, fleet-wide; nil sends as fast as the fleet can.
     package var rateLimit: Int?
+    /// `at`: when it starts (ISO 8601); nil starts at once.
+    package var startsAt: Date?
 
     package init(_ body: JSONValue) throws(APIInputError) {
         self.fields = try NotificationFields(body)
@@ -97,6 +99,7 @@ package struct CampaignBody: Equatable {
         guard Self.shardSizes.contains(self.shardSize) else { throw APIInputError("\"shard_size\" is between 1 and 100000") }
         self.rateLimit = try APIBody.optionalInteger(body, "rate")
         if let rate = self.rateLimit, rate < 1 { throw APIInputError("\"rate\" is at least 1 notification a second") }
+        self.startsAt = try APIBody.optionalTime(body, "at")
         switch (body["tokens"], body["from_registry"]) {
         case (.array(let list)?, nil), (.array(let list)?, .bool(false)?): self.audience = .tokens(try APIBody.tokens(list))
         case (nil, .bool(true)?): self.audience = .registry
@@ -183,6 +186,18 @@ package enum APIBody {
         case nil, .null?: return nil
         case .string(let value)?: return value
         default: throw APIInputError("\"\(name)\" must be a string")
+        }
+    }
+
+    package static func optionalTime(_ body: JSONValue, _ name: String) throws(APIInputError) -> Date? {
+        switch body[name] {
+        case nil, .null?: return nil
+        case .string(let text)?:
+            guard let date = try? Date(text, strategy: .iso8601) else {
+                throw APIInputError("\"\(name)\" must be an ISO 8601 time such as 2026-12-01T09:00:00Z, not \(text)")
+            }
+            return date
+        default: throw APIInputError("\"\(name)\" must be an ISO 8601 time such as 2026-12-01T09:00:00Z")
         }
     }
 

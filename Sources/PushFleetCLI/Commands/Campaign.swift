@@ -102,7 +102,9 @@ struct Campaign: AsyncParsableCommand {
         static let configuration = CommandConfiguration(abstract: "Stop for good; what was not sent is counted as cancelled.")
         @OptionGroup var target: Target
         // Cancelling again is allowed: it tells Redis once more.
-        func run() async throws { try await self.target.change(to: .cancelled, from: [.running, .paused, .pending, .failed, .cancelled], queueStatus: .cancelled) }
+        func run() async throws {
+            try await self.target.change(to: .cancelled, from: [.running, .paused, .pending, .scheduled, .failed, .cancelled], queueStatus: .cancelled)
+        }
     }
 
     struct Retry: AsyncParsableCommand {

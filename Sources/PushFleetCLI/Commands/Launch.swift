@@ -30,6 +30,9 @@ struct Launch: AsyncParsableCommand {
     @Option(help: "Campaign id (UUID); launching the same id twice creates one campaign.")
     var campaignId: String?
 
+    @Option(help: "Start at this time (ISO 8601, e.g. 2026-12-01T09:00:00Z or 2026-12-01T09:00:00+08:00): the campaign is 'scheduled' until then. Default: at once.")
+    var at: String?
+
     @Option(help: "Send at most N notifications a second, fleet-wide, however many workers there are (`campaign set-rate` changes it while it runs). Default: as fast as the fleet can.")
     var rate: Int?
 
@@ -43,6 +46,9 @@ struct Launch: AsyncParsableCommand {
         guard (self.tokens == nil) != !self.fromRegistry else { throw ValidationError("Give --tokens FILE or --from-registry (one of them).") }
         guard (1...100_000).contains(self.shardSize) else { throw ValidationError("--shard-size is between 1 and 100000") }
         if let id = self.campaignId, UUID(uuidString: id) == nil { throw ValidationError("--campaign-id must be a UUID, got \"\(id)\"") }
+        if let at = self.at, Self.parseTime(at) == nil {
+            throw ValidationError("--at is an ISO 8601 time with its zone, such as 2026-12-01T09:00:00Z, not \"\(at)\"")
+        }
         if let rate = self.rate, rate < 1 { throw ValidationError("--rate is at least 1 notification a second, not \(rate)") }
     }
 
@@ -58,6 +64,7 @@ struct Launch: AsyncParsableCommand {
             shardSize: self.shardSize, requiredTokenSize: n.requiredTokenSize
         )
         request.rateLimit = self.rate
+        request.startsAt = self.at.flatMap(Self.parseTime)
         let result = try await self.state.withState(logger: logger) { queue, store in
             let launcher = Launcher(queue: queue, store: store)
             if let reader {
@@ -73,5 +80,10 @@ struct Launch: AsyncParsableCommand {
             if !result.created { writeStandardError("campaign \(result.id.uuidString.lowercased()) exists already; nothing changed\n") }
             print(result.id.uuidString.lowercased())
         }
+    }
+
+    /// An ISO 8601 time with its zone (`Z` or an offset), with or without fractional seconds.
+    static func parseTime(_ text: String) -> Date? {
+        (try? Date(text, strategy: .iso8601)) ?? (try? Date(text, strategy: Date.ISO8601FormatStyle(includingFractionalSeconds: true)))
     }
 }
