@@ -9,7 +9,8 @@
 # swift-protobuf's FuzzTesting does), in .build-fuzz/ so that the main .build/ is never touched.
 # Each target runs N seconds (default 60) from the seed corpus Fuzz/Corpus/<Target>/ (read only);
 # new corpus entries go to a temporary directory that is deleted afterwards, crash artifacts and
-# logs to /tmp/pushfleet-fuzz-artifacts/.
+# logs to a directory of this run's own, /tmp/pushfleet-fuzz-artifacts.XXXXXX (printed, and kept),
+# so that two runs at once do not write into each other's logs.
 # Exits non-zero if any target crashed or failed to build.
 #
 # Environment: FUZZ_ARGS, extra libFuzzer flags (e.g. "-jobs=2 -workers=2" or "-detect_leaks=1").
@@ -38,8 +39,8 @@ for target in "${targets[@]}"; do
 done
 
 scratch="$root/.build-fuzz"
-artifacts=/tmp/pushfleet-fuzz-artifacts
-mkdir -p "$artifacts"
+artifacts="$(mktemp -d /tmp/pushfleet-fuzz-artifacts.XXXXXX)"
+echo "== crash artifacts and logs: $artifacts"
 build=(swift build --package-path "$root/Fuzz" --scratch-path "$scratch" -c "$configuration"
     -Xswiftc -sanitize=fuzzer,address -Xswiftc -parse-as-library)
 

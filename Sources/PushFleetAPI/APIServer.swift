@@ -176,6 +176,7 @@ public struct APIServer: Sendable {
         )
         launch.rateLimit = body.rateLimit
         launch.startsAt = body.startsAt
+        if !body.variants.isEmpty { return try await self.createSplitTest(launch, body) }
         let result: Launcher.Result
         do {
             switch body.audience {
@@ -196,10 +197,44 @@ public struct APIServer: Sendable {
         )
     }
 
+    /// `POST /v1/campaigns` with `variants`: a split test, as `launch --variant` makes it.
+    private func createSplitTest(_ launch: Launcher.Request, _ body: CampaignBody) async throws -> Response {
+        let launcher = SplitLauncher(launcher: Launcher(queue: self.queue, store: self.store))
+        let variants = body.variants.map { SplitLauncher.Variant(name: $0.name, payload: $0.payload, weight: $0.weight) }
+        let (store, topic, environment) = (self.store, launch.topic, launch.environment)
+        let result: SplitLauncher.Result
+        do {
+            switch body.audience {
+            case .tokens(let tokens): result = try await launcher.launch(launch, variants: variants) { ArrayTokenSource(tokens) }
+            case .registry:
+                result = try await launcher.launch(launch, variants: variants) {
+                    RegistryTokenSource(store: store, topic: topic, environment: environment)
+                }
+            }
+        } catch let error as LaunchError {
+            throw error.isConflict ? HTTPError(.conflict, message: error.message) : Self.badRequest(error.message)
+        }
+        let id = result.id.uuidString.lowercased()
+        let children = result.variants.map { v in
+            #"{"name":\#(Self.quoted(v.name)),"id":"\#(v.launch.id.uuidString.lowercased())","weight":\#(v.weight),"total":\#(v.launch.total)}"#
+        }
+        return Self.json(
+            result.created ? .created : .ok,
+            #"{"id":"\#(id)","split":true,"total":\#(result.total),"created":\#(result.created),"variants":[\#(children.joined(separator: ","))],"href":"/v1/campaigns/\#(id)"}"#
+        )
+    }
+
     private func campaign(_ request: Request, _ context: BasicRequestContext) async throws -> Response {
         let key = try await self.authenticate(request)
         let id = try Self.pathID(context)
-        guard let record = try await self.store.campaign(id) else { throw HTTPError(.notFound, message: "no campaign \(id.uuidString.lowercased())") }
+        let notFound = HTTPError(.notFound, message: "no campaign \(id.uuidString.lowercased())")
+        guard let record = try await self.store.campaign(id) else {
+            // A split test's id: its variants side by side.
+            let variants = try await self.store.variants(of: id)
+            guard let first = variants.first else { throw notFound }
+            try Self.require(key, first.topic)
+            return Self.json(.ok, SplitReport(id: id, variants: variants).json)
+        }
         try Self.require(key, record.topic)
         return Self.json(.ok, StatusReport(record: record).json)
     }

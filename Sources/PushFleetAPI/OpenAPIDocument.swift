@@ -16,12 +16,12 @@ enum OpenAPIDocument {
           "Error": { "type": "object", "properties": { "error": { "type": "object", "properties": { "message": { "type": "string" } } } } },
           "Headers": {
             "type": "object",
-            "required": ["topic", "payload"],
+            "required": ["topic"],
             "properties": {
               "id": { "type": "string", "format": "uuid", "description": "Sending the same id again sends nothing more." },
               "topic": { "type": "string" },
               "environment": { "type": "string", "enum": ["production", "sandbox"], "default": "production" },
-              "payload": { "type": "object", "description": "The APNs payload; at most 4,096 bytes compact (5,120 for voip)." },
+              "payload": { "type": "object", "description": "The APNs payload; at most 4,096 bytes compact (5,120 for voip). Required, but for a campaign with variants (each has its own)." },
               "push_type": { "type": "string", "default": "alert" },
               "priority": { "type": "integer", "enum": [10, 5, 1], "default": 10 },
               "expiration": { "type": "integer", "default": 0 },
@@ -53,7 +53,15 @@ enum OpenAPIDocument {
                   "from_registry": { "type": "boolean" },
                   "shard_size": { "type": "integer", "minimum": 1, "maximum": 100000, "default": 1000 },
                   "rate": { "type": "integer", "minimum": 1, "description": "notifications per second, fleet-wide; absent: as fast as the fleet can" },
-                  "at": { "type": "string", "format": "date-time", "description": "when it starts (state scheduled until then); absent: at once" }
+                  "at": { "type": "string", "format": "date-time", "description": "when it starts (state scheduled until then); absent: at once" },
+                  "variants": {
+                    "type": "array", "minItems": 2, "maxItems": 26,
+                    "description": "a split test instead of one payload: each recipient gets one variant, in proportion to the weights; GET of the returned id shows them side by side",
+                    "items": {
+                      "type": "object", "required": ["name", "payload", "weight"],
+                      "properties": { "name": { "type": "string" }, "payload": { "type": "object" }, "weight": { "type": "integer", "minimum": 1 } }
+                    }
+                  }
                 }
               }
             ]

@@ -11,10 +11,16 @@ public enum TokenFingerprint {
         for byte in bytes {
             hash = (hash ^ UInt64(byte)) &* 0x0000_0100_0000_01B3
         }
+        hash = Self.mix(hash)
+        return hash == 0 ? 1 : hash
+    }
+
+    /// SplitMix64's finaliser: every bit of the result depends on every bit of `value`.
+    public static func mix(_ value: UInt64) -> UInt64 {
+        var hash = value
         hash = (hash ^ (hash >> 30)) &* 0xbf58_476d_1ce4_e5b9
         hash = (hash ^ (hash >> 27)) &* 0x94d0_49bb_1331_11eb
-        hash ^= hash >> 31
-        return hash == 0 ? 1 : hash
+        return hash ^ (hash >> 31)
     }
 }
 

@@ -50,6 +50,10 @@ public struct CampaignRecord: Sendable, Hashable {
     public var rateLimit: Int? = nil
     /// When it starts (`launch --at`); nil when it started at once.
     public var startsAt: Date? = nil
+    /// The split test it is a variant of (`launch --variant`); nil otherwise.
+    public var splitID: UUID? = nil
+    /// Its variant's name in that split test.
+    public var variant: String? = nil
 
     public init(
         id: UUID, topic: String, environment: String, state: CampaignState, total: Int, shardCount: Int,

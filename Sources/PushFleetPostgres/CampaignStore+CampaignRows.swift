@@ -11,7 +11,7 @@ extension CampaignStore {
                c.retried, c.dead_shards, c.state_reason, c.auto_resume_at,
                ARRAY(SELECT r.reason FROM campaign_rejections r WHERE r.campaign_id = c.campaign_id ORDER BY r.reason),
                ARRAY(SELECT r.count FROM campaign_rejections r WHERE r.campaign_id = c.campaign_id ORDER BY r.reason),
-               c.queue_generation, c.fold_sequence, c.kind, c.rate_limit, c.starts_at
+               c.queue_generation, c.fold_sequence, c.kind, c.rate_limit, c.starts_at, c.parent_id, c.variant
         FROM campaigns c JOIN apps a USING (app_id)
         """
 
@@ -47,6 +47,8 @@ extension CampaignStore {
         record.kind = kind
         record.rateLimit = try cells[24].decode(Int?.self)
         record.startsAt = try cells[25].decode(Date?.self)
+        record.splitID = try cells[26].decode(UUID?.self)
+        record.variant = try cells[27].decode(String?.self)
         return record
     }
 
@@ -59,7 +61,7 @@ extension CampaignStore {
                 SELECT a.topic, a.environment, c.payload, c.push_type, c.priority, c.expiration, c.collapse_id,
                        c.shard_size, c.total_tokens, c.duplicates_dropped,
                        ARRAY(SELECT s.token_count FROM campaign_shards s WHERE s.campaign_id = c.campaign_id ORDER BY s.shard),
-                       c.kind, c.audience, c.rate_limit, c.starts_at
+                       c.kind, c.audience, c.rate_limit, c.starts_at, c.parent_id, c.variant
                 FROM campaigns c JOIN apps a USING (app_id) WHERE c.campaign_id = \(id)
                 """,
                 logger: self.logger
@@ -78,6 +80,9 @@ extension CampaignStore {
                 definition.audience = audience
                 definition.rateLimit = try cells[13].decode(Int?.self)
                 definition.startsAt = try cells[14].decode(Date?.self)
+                if let split = try cells[15].decode(UUID?.self), let variant = try cells[16].decode(String?.self) {
+                    definition.split = SplitMembership(id: split, variant: variant)
+                }
                 return definition
             }
             return nil

@@ -38,10 +38,11 @@ extension CampaignStore {
                     ), created AS (
                         INSERT INTO campaigns (campaign_id, app_id, payload, push_type, priority, expiration, collapse_id,
                                                shard_size, shard_count, total_tokens, duplicates_dropped, kind, audience, launch,
-                                               rate_limit, starts_at)
+                                               rate_limit, starts_at, parent_id, variant)
                         SELECT \(c.id), app.app_id, \(ByteBuffer(bytes: c.payload)), \(c.pushType), \(c.priority), \(c.expiration),
                                \(c.collapseID), \(c.shardSize), \(c.shardTokenCounts.count), \(c.totalTokens), \(c.duplicatesDropped),
-                               \(c.kind.rawValue), \(c.audience), \(tokens?.launch), \(c.rateLimit), \(c.startsAt)
+                               \(c.kind.rawValue), \(c.audience), \(tokens?.launch), \(c.rateLimit), \(c.startsAt),
+                               \(c.split?.id), \(c.split?.variant)
                         FROM app
                         ON CONFLICT (campaign_id) DO NOTHING
                         RETURNING campaign_id
@@ -74,6 +75,18 @@ extension CampaignStore {
             let rows = try await connection.query("\(unescaped: Self.selectCampaigns) WHERE c.campaign_id = \(id)", logger: self.logger)
             for try await row in rows { return try Self.record(row) }
             return nil
+        }
+    }
+
+    /// The variants of a split test (`launch --variant`), by name; empty when `split` names none.
+    public func variants(of split: UUID) async throws -> [CampaignRecord] {
+        try await self.withConnection("read the variants of split test \(split)") { connection in
+            let rows = try await connection.query(
+                "\(unescaped: Self.selectCampaigns) WHERE c.parent_id = \(split) ORDER BY c.variant", logger: self.logger
+            )
+            var records: [CampaignRecord] = []
+            for try await row in rows { records.append(try Self.record(row)) }
+            return records
         }
     }
 

@@ -35,6 +35,8 @@ public struct NewCampaign: Sendable, Hashable {
     public var rateLimit: Int? = nil
     /// When it starts (`launch --at`); nil starts at once.
     public var startsAt: Date? = nil
+    /// The split test it is a variant of (`launch --variant`), and the variant's name; nil otherwise.
+    public var split: SplitMembership? = nil
 
     public init(
         id: UUID, topic: String, environment: String, payload: [UInt8], pushType: String, priority: Int,
@@ -53,5 +55,18 @@ public struct NewCampaign: Sendable, Hashable {
         self.shardTokenCounts = shardTokenCounts
         self.totalTokens = totalTokens
         self.duplicatesDropped = duplicatesDropped
+    }
+}
+
+/// Which split test a campaign is a variant of, and which variant.
+public struct SplitMembership: Sendable, Hashable {
+    /// The split test's id: what `launch` printed and `status` takes.
+    public var id: UUID
+    /// The variant's name (`A` of `--variant A=…`).
+    public var variant: String
+
+    public init(id: UUID, variant: String) {
+        self.id = id
+        self.variant = variant
     }
 }

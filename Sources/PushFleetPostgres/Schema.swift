@@ -12,7 +12,17 @@ enum Schema {
     /// Key of the transaction-scoped advisory lock that serializes concurrent migrations.
     static let migrationLockKey: Int64 = 0x5055_5348_4D49_4752  // "PUSHMIGR"
 
-    static var migrations: [Migration] { [version1, version2, version3, version4, version5, version6, version7, version8, version9, version10, version11, version12] }
+    static var migrations: [Migration] { [version1, version2, version3, version4, version5, version6, version7, version8, version9, version10, version11, version12, version13] }
+
+    private static var version13: Migration {
+        Migration(version: 13, name: "split tests", statements: [
+            // A split test (`launch --variant`) is one campaign per variant, each with its share
+            // of the audience and its own payload, under the split test's id.
+            "ALTER TABLE campaigns ADD COLUMN parent_id uuid",
+            "ALTER TABLE campaigns ADD COLUMN variant text",
+            "CREATE INDEX campaigns_parent ON campaigns (parent_id) WHERE parent_id IS NOT NULL",
+        ])
+    }
 
     private static var version12: Migration {
         Migration(version: 12, name: "scheduled campaigns", statements: [

@@ -53,6 +53,14 @@ public struct LaunchError: Error, CustomStringConvertible {
         )
     }
 
+    static func badVariants(_ message: String) -> Self {
+        Self(message: message + "; nothing was created")
+    }
+
+    static func emptyVariant(_ name: String, audience: Int) -> Self {
+        Self(message: "variant \(name) gets none of the audience's \(audience) tokens; give it more weight or the test more recipients; nothing was created")
+    }
+
     static func emptyAudience() -> Self {
         Self(message: "the audience has no tokens")
     }

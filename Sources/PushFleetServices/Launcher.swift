@@ -38,6 +38,8 @@ public struct Launcher: Sendable {
         /// When the campaign starts: it is `scheduled` until then, and the coordinator starts
         /// it. Nil, or a time already past, starts it at once.
         public var startsAt: Date? = nil
+        /// The split test this campaign is a variant of (set by ``SplitLauncher``).
+        public var split: SplitMembership? = nil
 
         public init(
             id: UUID? = nil, topic: String, environment: String, payload: Payload, pushType: String = "alert",
@@ -178,6 +180,7 @@ public struct Launcher: Sendable {
         campaign.audience = request.audience
         campaign.rateLimit = request.rateLimit
         campaign.startsAt = request.startsAt
+        campaign.split = request.split
         let used: Bool
         do {
             if together {

@@ -45,6 +45,8 @@ public struct StatusReport: Sendable {
             ("rate", String(format: "%.1f", self.rate)),
             ("rate_limit", r.rateLimit.map(String.init) ?? "null"),
             ("starts_at", r.startsAt.map { Self.quote(Self.timestamp($0)) } ?? "null"),
+            ("split_id", r.splitID.map { Self.quote($0.uuidString.lowercased()) } ?? "null"),
+            ("variant", r.variant.map(Self.quote) ?? "null"),
             ("eta_seconds", self.etaSeconds.map { String(format: "%.1f", $0) } ?? "null"),
             ("created_at", Self.quote(Self.timestamp(r.createdAt))),
             ("started_at", r.startedAt.map { Self.quote(Self.timestamp($0)) } ?? "null"),
@@ -57,7 +59,8 @@ public struct StatusReport: Sendable {
         let r = self.record
         let rejected = r.rejected.isEmpty ? "0" : "\(r.rejected.values.reduce(0, +)) (" + r.rejected.sorted { $0.value > $1.value }.map { "\($0.key) \($0.value)" }.joined(separator: ", ") + ")"
         var lines = [
-            "campaign  \(r.id.uuidString.lowercased())  \(r.topic) (\(r.environment))",
+            "campaign  \(r.id.uuidString.lowercased())  \(r.topic) (\(r.environment))"
+                + (r.variant.map { "  variant \($0) of split test \(r.splitID?.uuidString.lowercased() ?? "?")" } ?? ""),
             "state     \(r.state.rawValue)" + (r.stateReason.map { ": \($0)" } ?? "")
                 + (r.state == .scheduled ? r.startsAt.map { "; starts at \(Self.timestamp($0))" } ?? "" : "")
                 + (r.autoResumeAt.map { "; resumes by itself at \(Self.timestamp($0))" } ?? ""),

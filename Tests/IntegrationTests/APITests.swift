@@ -174,6 +174,50 @@ import Glibc
         await server.stop()
     }
 
+    /// A split test through the API: created with `variants`, reported by its id with each
+    /// variant side by side; a single variant, or variants beside a payload, get 400.
+    @Test func aSplitTestLaunchedThroughTheAPIIsReportedByItsID() async throws {
+        let server = try await Server.start()
+        try await PostgresFixture.withStore { store in
+            let topic = PostgresFixture.topic("api-split")
+            let (_, bearer) = try await store.createAPIKey(topics: [topic])
+            let list = PostgresFixture.tokens(40).map { "\"\($0.hexString)\"" }.joined(separator: ",")
+            let id = UUID()
+            let variants = #"[{"name":"A","payload":{"aps":{"alert":"a"}},"weight":1},{"name":"B","payload":{"aps":{"alert":"b"}},"weight":1}]"#
+            let created = try await server.call(
+                "POST", "/v1/campaigns", key: bearer, body: #"{"id":"\#(id.uuidString)","topic":"\#(topic)","tokens":[\#(list)],"variants":\#(variants)}"#
+            )
+            #expect(created.status == 201, "\(created.body)")
+            #expect(created.body.contains(#""split":true"#))
+            // The same id again: the variants' ids follow from it, so nothing more is created.
+            let again = try await server.call(
+                "POST", "/v1/campaigns", key: bearer, body: #"{"id":"\#(id.uuidString)","topic":"\#(topic)","tokens":[\#(list)],"variants":\#(variants)}"#
+            )
+            #expect(again.status == 200, "\(again.body)")
+            #expect(again.body.contains(#""created":false"#))
+            let records = try await store.variants(of: id)
+            #expect(records.map(\.variant) == ["A", "B"])
+            #expect(records.reduce(0) { $0 + $1.total } == 40)
+            let report = try await server.call("GET", "/v1/campaigns/\(id.uuidString)", key: bearer)
+            #expect(report.status == 200)
+            #expect(report.body.contains(#""split":true"#) && report.body.contains(#""total":40"#), "\(report.body)")
+            for record in records { _ = try await store.setState(record.id, to: .cancelled, from: [.running, .pending]) }
+
+            let other = UUID()
+            let bad = [
+                #"{"id":"\#(other.uuidString)","topic":"\#(topic)","tokens":[\#(list)],"variants":[{"name":"A","payload":{"aps":{"alert":"a"}},"weight":1}]}"#,
+                #"{"id":"\#(other.uuidString)","topic":"\#(topic)","tokens":[\#(list)],"payload":{"aps":{"alert":"x"}},"variants":\#(variants)}"#,
+                #"{"id":"\#(other.uuidString)","topic":"\#(topic)","tokens":[\#(list)],"variants":[{"name":"A","payload":{"aps":{"alert":"a"}},"weight":0},{"name":"B","payload":{"aps":{"alert":"b"}},"weight":1}]}"#,
+            ]
+            for body in bad {
+                let answer = try await server.call("POST", "/v1/campaigns", key: bearer, body: body)
+                #expect(answer.status == 400, "\(answer.body)")
+            }
+            #expect(try await store.variants(of: other).isEmpty)
+        }
+        await server.stop()
+    }
+
     /// Devices registered and a group set through the API; a ring to the group is taken (no
     /// worker runs here: its devices stay pending) and reported per device with owners; a device
     /// removed is gone.

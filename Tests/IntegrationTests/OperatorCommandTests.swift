@@ -75,6 +75,39 @@ import Testing
         }
     }
 
+    /// `launch --variant` wants NAME=PAYLOAD:WEIGHT, a token file, and no --payload beside it;
+    /// `status` of an id that is neither a campaign nor a split test says so.
+    @Test func launchVariantRefusesWhatItCannotSplit() async throws {
+        let topic = PostgresFixture.topic("launch-variant")
+        let file = NSTemporaryDirectory() + "pushfleet-launch-variant-\(UUID().uuidString).txt"
+        try PostgresFixture.tokens(3).map(\.hexString).joined(separator: "\n").write(toFile: file, atomically: true, encoding: .utf8)
+        defer { try? FileManager.default.removeItem(atPath: file) }
+        let state = ["--redis", try IntegrationEnvironment.redisURL()] + (try self.postgres())
+        let base = ["launch", "--topic", topic, "--tokens", file]
+        let cases: [(arguments: [String], says: String)] = [
+            (["--variant", #"A={"aps":{}}"#, "--variant", #"B={"aps":{}}:1"#], "NAME=PAYLOAD:WEIGHT"),
+            (["--variant", #"A={"aps":{}}:0"#, "--variant", #"B={"aps":{}}:1"#], "NAME=PAYLOAD:WEIGHT"),
+            (["--payload", #"{"aps":{}}"#, "--variant", #"A={"aps":{}}:1"#, "--variant", #"B={"aps":{}}:1"#], "one of them"),
+        ]
+        for (arguments, says) in cases {
+            let result = try await PushFleetProcess.run(base + arguments + state)
+            #expect(result.status == 64, "\(arguments): \(result.error)")
+            #expect(result.error.contains(says), "\(result.error)")
+        }
+        let stdin = try await PushFleetProcess.run(["launch", "--topic", topic, "--tokens", "-", "--variant", #"A={"aps":{}}:1"#, "--variant", #"B={"aps":{}}:1"#] + state)
+        #expect(stdin.status == 64)
+        #expect(stdin.error.contains("standard input"), "\(stdin.error)")
+        let one = try await PushFleetProcess.run(base + ["--variant", #"A={"aps":{}}:1"#] + state)
+        #expect(one.status == 1)
+        #expect(one.error.contains("2 to 26 variants"), "\(one.error)")
+        let unknown = try await PushFleetProcess.run(["status", UUID().uuidString] + (try self.postgres()))
+        #expect(unknown.status == 1)
+        #expect(unknown.error.contains("no campaign or split test"), "\(unknown.error)")
+        try await PostgresFixture.withStore { (store: CampaignStore) async throws in
+            #expect(try await store.campaigns(in: CampaignState.allCases).allSatisfy { $0.topic != topic })
+        }
+    }
+
     /// `campaign set-rate` changes the limit of a campaign that has not ended (`status` shows it,
     /// `none` lifts it), and refuses an ended campaign, an unknown one and a rate below 1.
     @Test func setRateChangesALiveCampaignsLimitAndRefusesTheRest() async throws {

@@ -109,8 +109,10 @@ struct PipelineFixture {
     /// Runs `pushfleet launch` and returns the campaign id.
     func launch(_ extra: [String] = [], protocol: String = "binary") async throws -> UUID {
         let (arguments, environment) = try self.invocation(
-            ["launch", "--topic", self.topic, "--protocol", `protocol`, "--tokens", self.tokenFile,
-             "--payload", #"{"aps":{"alert":"叮咚 Ding dong","sound":"default"}}"#] + extra + self.stateArguments
+            ["launch", "--topic", self.topic, "--protocol", `protocol`, "--tokens", self.tokenFile]
+                // A split test's variants bring their payloads.
+                + (extra.contains("--variant") ? [] : ["--payload", #"{"aps":{"alert":"叮咚 Ding dong","sound":"default"}}"#])
+                + extra + self.stateArguments
         )
         let result = try await PushFleetProcess.run(arguments, environment: environment)
         try #require(result.status == 0, "launch failed: \(result.error)")

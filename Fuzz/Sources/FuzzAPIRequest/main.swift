@@ -44,7 +44,9 @@ private func again<Body: Equatable>(_ members: [(key: String, value: JSONValue)]
     return try? decode(json)
 }
 
-private func checkFields(_ fields: NotificationFields, _ body: JSONValue, _ input: [UInt8]) {
+/// - Parameter payload: where the fields' payload came from: the body's `payload`, or a split
+///   test's first variant's.
+private func checkFields(_ fields: NotificationFields, _ body: JSONValue, _ input: [UInt8], payload: JSONValue? = nil) {
     check(!fields.topic.isEmpty, "empty topic from \(describe(input))")
     check(["production", "sandbox"].contains(fields.environment), "environment \(fields.environment)")
     check(APNsPushType.all.contains(fields.pushType) && APNsPushType.mismatch(topic: fields.topic, pushType: fields.pushType) == nil,
@@ -52,7 +54,7 @@ private func checkFields(_ fields: NotificationFields, _ body: JSONValue, _ inpu
     check([10, 5, 1].contains(fields.priority), "priority \(fields.priority)")
     check((fields.collapseID?.utf8.count ?? 0) <= 64, "collapse id of \(fields.collapseID?.utf8.count ?? 0) bytes")
     check(fields.payload.byteCount <= PayloadFormat.http2(pushType: fields.pushType).maximumByteCount, "payload of \(fields.payload.byteCount) bytes")
-    guard let given = body["payload"], case .object = given else { check(false, "payload is not an object: \(describe(input))"); return }
+    guard let given = payload ?? body["payload"], case .object = given else { check(false, "payload is not an object: \(describe(input))"); return }
     check(fields.payload.bytes == given.compactUTF8, "payload is not the body's payload written compactly: \(describe(input))")
 }
 
@@ -102,9 +104,21 @@ public func fuzzTestOneInput(_ start: UnsafeRawPointer?, _ count: Int) -> CInt {
     }
 
     decoding(json, input, CampaignBody.init) { body in
-        checkFields(body.fields, json, input)
+        var firstVariant: JSONValue? = nil
+        if !body.variants.isEmpty, case .array(let list)? = json["variants"], let first = list.first { firstVariant = first["payload"] }
+        checkFields(body.fields, json, input, payload: firstVariant)
         check(CampaignBody.shardSizes.contains(body.shardSize), "shard size \(body.shardSize)")
         var members = written(body.fields) + [("shard_size", .integer(body.shardSize))]
+        if !body.variants.isEmpty {
+            // A split test: the fields' payload is the first variant's, and not written on its own.
+            check((2...26).contains(body.variants.count), "\(body.variants.count) variants")
+            check(body.fields.payload == body.variants[0].payload, "the fields' payload is not the first variant's")
+            check(body.variants.allSatisfy { $0.weight >= 1 }, "a variant's weight below 1")
+            members.removeAll { $0.key == "payload" }
+            members.append(("variants", .array(body.variants.map { v in
+                .object([("name", .string(v.name)), ("payload", reparsed(v.payload)), ("weight", .integer(v.weight))])
+            })))
+        }
         if let rate = body.rateLimit {
             check(rate >= 1, "rate \(rate)")
             members.append(("rate", .integer(rate)))

@@ -23,7 +23,9 @@ package struct NotificationFields: Equatable {
     package var expiration: Int
     package var collapseID: String?
 
-    package init(_ body: JSONValue) throws(APIInputError) {
+    /// - Parameter payload: the payload to check instead of the body's `payload` (a split test's
+    ///   first variant's).
+    package init(_ body: JSONValue, payload given: JSONValue? = nil) throws(APIInputError) {
         guard case .object = body else { throw APIInputError("the body must be a JSON object") }
         self.id = try APIBody.optionalString(body, "id").map { text throws(APIInputError) in try APIBody.uuid(text) }
         self.topic = try APIBody.string(body, "topic")
@@ -44,13 +46,25 @@ package struct NotificationFields: Equatable {
         if let collapse = self.collapseID, collapse.utf8.count > 64 {
             throw APIInputError("\"collapse_id\" is \(collapse.utf8.count) bytes; APNs allows 64")
         }
-        guard let payload = body["payload"] else { throw APIInputError("\"payload\" is missing") }
+        guard let payload = given ?? body["payload"] else { throw APIInputError("\"payload\" is missing") }
+        self.payload = try Self.payload(payload, pushType: self.pushType, name: "\"payload\"")
+    }
+
+    /// `json` as a payload of `pushType`, checked against APNs' limit; `name` says which in an error.
+    package static func payload(_ json: JSONValue, pushType: String, name: String) throws(APIInputError) -> Payload {
         do {
-            self.payload = try Payload(payload, format: .http2(pushType: self.pushType))
+            return try Payload(json, format: .http2(pushType: pushType))
         } catch {
-            throw APIInputError("\"payload\": \(error)")
+            throw APIInputError("\(name): \(error)")
         }
     }
+}
+
+/// A variant of a split test in `POST /v1/campaigns`: `{"name": "A", "payload": {…}, "weight": 50}`.
+package struct VariantBody: Equatable {
+    package var name: String
+    package var payload: Payload
+    package var weight: Int
 }
 
 /// `POST /v1/notify`: the notification's fields and exactly one audience.
@@ -92,9 +106,35 @@ package struct CampaignBody: Equatable {
     package var rateLimit: Int?
     /// `at`: when it starts (ISO 8601); nil starts at once.
     package var startsAt: Date?
+    /// `variants`: a split test's variants, each with its payload (then no `payload`); empty otherwise.
+    package var variants: [VariantBody]
 
     package init(_ body: JSONValue) throws(APIInputError) {
-        self.fields = try NotificationFields(body)
+        var variantPayloads: [(name: String, payload: JSONValue, weight: Int)] = []
+        switch body["variants"] {
+        case nil, .null?: break
+        case .array(let list)?:
+            guard body["payload"] == nil else { throw APIInputError("give \"payload\", or \"variants\" each with its payload, not both") }
+            guard (2...26).contains(list.count) else { throw APIInputError("\"variants\" has 2 to 26 variants, not \(list.count)") }
+            for (index, item) in list.enumerated() {
+                guard case .object = item, let payload = item["payload"] else {
+                    throw APIInputError("\"variants\"[\(index)] must be an object with \"name\", \"payload\" and \"weight\"")
+                }
+                let name = try APIBody.string(item, "name")
+                guard let weight = try APIBody.optionalInteger(item, "weight"), weight >= 1 else {
+                    throw APIInputError("\"variants\"[\(index)] needs a \"weight\" of at least 1")
+                }
+                variantPayloads.append((name, payload, weight))
+            }
+        default: throw APIInputError("\"variants\" must be an array")
+        }
+        self.fields = try NotificationFields(body, payload: variantPayloads.first?.payload)
+        let pushType = self.fields.pushType
+        self.variants = []
+        for (index, v) in variantPayloads.enumerated() {
+            let payload = try NotificationFields.payload(v.payload, pushType: pushType, name: "\"variants\"[\(index)].payload")
+            self.variants.append(VariantBody(name: v.name, payload: payload, weight: v.weight))
+        }
         self.shardSize = try APIBody.optionalInteger(body, "shard_size") ?? 1_000
         guard Self.shardSizes.contains(self.shardSize) else { throw APIInputError("\"shard_size\" is between 1 and 100000") }
         self.rateLimit = try APIBody.optionalInteger(body, "rate")

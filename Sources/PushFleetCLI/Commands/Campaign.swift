@@ -22,21 +22,32 @@ struct Campaign: AsyncParsableCommand {
             guard UUID(uuidString: self.campaignID) != nil else { throw ValidationError("the campaign id must be a UUID, got \"\(self.campaignID)\"") }
         }
 
-        /// Moves the campaign to `to` in Postgres (from one of `from`) and Redis.
-        func change(to postgresState: CampaignState, from allowed: [CampaignState], queueStatus: CampaignQueueStatus) async throws {
+        /// The campaigns the id names: the campaign, or a split test's variants.
+        func campaigns(_ store: CampaignStore) async throws -> [CampaignRecord] {
             let id = UUID(uuidString: self.campaignID)!
+            if let record = try await store.campaign(id) { return [record] }
+            let variants = try await store.variants(of: id)
+            guard !variants.isEmpty else { throw CLIError("no campaign or split test \(self.campaignID)") }
+            return variants
+        }
+
+        /// Moves the campaign, or each variant of the split test, to `to` in Postgres (from one of
+        /// `from`) and Redis.
+        func change(to postgresState: CampaignState, from allowed: [CampaignState], queueStatus: CampaignQueueStatus) async throws {
             try await self.state.withState(logger: makeLogger("pushfleet.campaign")) { queue, store in
-                guard let record = try await store.campaign(id) else { throw CLIError("no campaign \(self.campaignID)") }
-                guard try await store.setState(id, to: postgresState, from: allowed) else {
-                    throw CLIError("campaign \(self.campaignID) is \(record.state.rawValue); it cannot become \(postgresState.rawValue)")
+                for record in try await self.campaigns(store) {
+                    let name = record.variant.map { "variant \($0) (campaign \(record.id.uuidString.lowercased()))" } ?? "campaign \(self.campaignID)"
+                    guard try await store.setState(record.id, to: postgresState, from: allowed) else {
+                        throw CLIError("\(name) is \(record.state.rawValue); it cannot become \(postgresState.rawValue)")
+                    }
+                    do {
+                        try await queue.setStatus(campaign: record.id, queueStatus)
+                    } catch {
+                        // Postgres holds the state; the coordinator tells Redis again every round.
+                        FileHandle.standardError.write(Data("warning: \(error); the coordinator applies it once Redis answers\n".utf8))
+                    }
+                    print("\(name) \(postgresState.rawValue)")
                 }
-                do {
-                    try await queue.setStatus(campaign: id, queueStatus)
-                } catch {
-                    // Postgres holds the state; the coordinator tells Redis again every round.
-                    FileHandle.standardError.write(Data("warning: \(error); the coordinator applies it once Redis answers\n".utf8))
-                }
-                print("campaign \(self.campaignID) \(postgresState.rawValue)")
             }
         }
     }
@@ -144,20 +155,25 @@ struct Campaign: AsyncParsableCommand {
         }
 
         func run() async throws {
-            let id = UUID(uuidString: self.target.campaignID)!
             let rate = Int(self.rate)
             try await self.target.state.withState(logger: makeLogger("pushfleet.campaign")) { queue, store in
-                guard let record = try await store.campaign(id) else { throw CLIError("no campaign \(self.target.campaignID)") }
-                guard record.kind == .campaign, try await store.setRateLimit(id, to: rate) else {
-                    throw CLIError("campaign \(self.target.campaignID) is \(record.state.rawValue); only a campaign that has not ended can be throttled")
+                let records = try await self.target.campaigns(store)
+                // A split test's rate is shared by its variants as their weights share the audience.
+                let total = records.reduce(0) { $0 + $1.total }
+                for record in records {
+                    let share = rate.map { records.count == 1 || total == 0 ? $0 : max(1, $0 * record.total / total) }
+                    let name = record.variant.map { "variant \($0) (campaign \(record.id.uuidString.lowercased()))" } ?? "campaign \(self.target.campaignID)"
+                    guard record.kind == .campaign, try await store.setRateLimit(record.id, to: share) else {
+                        throw CLIError("\(name) is \(record.state.rawValue); only a campaign that has not ended can be throttled")
+                    }
+                    do {
+                        try await queue.setRateLimit(campaign: record.id, share)
+                    } catch {
+                        // Postgres holds the limit; the coordinator tells Redis again every round.
+                        FileHandle.standardError.write(Data("warning: \(error); the coordinator applies it once Redis answers\n".utf8))
+                    }
+                    print("\(name): \(share.map { "at most \($0) notifications a second" } ?? "no rate limit")")
                 }
-                do {
-                    try await queue.setRateLimit(campaign: id, rate)
-                } catch {
-                    // Postgres holds the limit; the coordinator tells Redis again every round.
-                    FileHandle.standardError.write(Data("warning: \(error); the coordinator applies it once Redis answers\n".utf8))
-                }
-                print("campaign \(self.target.campaignID): \(rate.map { "at most \($0) notifications a second" } ?? "no rate limit")")
             }
         }
     }

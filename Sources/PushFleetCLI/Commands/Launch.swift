@@ -36,6 +36,9 @@ struct Launch: AsyncParsableCommand {
     @Option(help: "Send at most N notifications a second, fleet-wide, however many workers there are (`campaign set-rate` changes it while it runs). Default: as fast as the fleet can.")
     var rate: Int?
 
+    @Option(help: "A split test's variant, NAME=PAYLOAD:WEIGHT (PAYLOAD as for --payload: JSON text or @FILE); repeat for each, instead of --payload. Each recipient gets one variant, by its token, in proportion to the weights; `status` of the printed id counts each variant.")
+    var variant: [String] = []
+
     @Flag(help: "Print a JSON object instead of the id.")
     var json = false
 
@@ -50,21 +53,49 @@ struct Launch: AsyncParsableCommand {
             throw ValidationError("--at is an ISO 8601 time with its zone, such as 2026-12-01T09:00:00Z, not \"\(at)\"")
         }
         if let rate = self.rate, rate < 1 { throw ValidationError("--rate is at least 1 notification a second, not \(rate)") }
+        guard (self.notification.payload == nil) != self.variant.isEmpty else {
+            throw ValidationError("Give --payload, or a --variant for each variant of a split test (one of them).")
+        }
+        if !self.variant.isEmpty {
+            guard self.tokens != "-" else { throw ValidationError("a split test reads its audience more than once: give a --tokens file, not standard input") }
+            for text in self.variant { _ = try Self.parseVariant(text) }
+        }
     }
 
     func run() async throws {
         self.log.bootstrap()
         let n = self.notification
-        let payload = try n.loadPayload()
-        let reader = try self.tokens.map { try TokenFileReader(path: $0) }
         let logger = makeLogger("pushfleet.launch")
+        let variants = try self.variant.map { text in
+            let (name, payload, weight) = try Self.parseVariant(text)
+            return SplitLauncher.Variant(
+                name: name, payload: try PayloadOption.load(payload, format: n.payloadFormat, option: "--variant \(name)"), weight: weight
+            )
+        }
         var request = Launcher.Request(
-            id: self.campaignId.flatMap(UUID.init(uuidString:)), topic: n.topic, environment: n.environment, payload: payload,
+            id: self.campaignId.flatMap(UUID.init(uuidString:)), topic: n.topic, environment: n.environment,
+            payload: try variants.first?.payload ?? n.loadPayload(),
             pushType: n.pushType, priority: n.priority, expiration: n.expiration, collapseID: n.collapseId,
             shardSize: self.shardSize, requiredTokenSize: n.requiredTokenSize
         )
         request.rateLimit = self.rate
         request.startsAt = self.at.flatMap(Self.parseTime)
+        if !variants.isEmpty {
+            let result = try await self.state.withState(logger: logger) { queue, store in
+                let launcher = SplitLauncher(launcher: Launcher(queue: queue, store: store))
+                if let path = self.tokens {
+                    return try await launcher.launch(request, variants: variants) {
+                        FileTokenSource(reader: try TokenFileReader(path: path), requiredSize: request.requiredTokenSize)
+                    }
+                }
+                return try await launcher.launch(request, variants: variants) {
+                    RegistryTokenSource(store: store, topic: n.topic, environment: n.environment)
+                }
+            }
+            self.print(result)
+            return
+        }
+        let reader = try self.tokens.map { try TokenFileReader(path: $0) }
         let result = try await self.state.withState(logger: logger) { queue, store in
             let launcher = Launcher(queue: queue, store: store)
             if let reader {
@@ -75,11 +106,37 @@ struct Launch: AsyncParsableCommand {
             return try await launcher.launch(request, tokens: &source)
         }
         if self.json {
-            print("{\"id\":\"\(result.id.uuidString.lowercased())\",\"total\":\(result.total),\"duplicates_dropped\":\(result.duplicatesDropped),\"shards\":\(result.shardCount),\"created\":\(result.created)}")
+            Swift.print("{\"id\":\"\(result.id.uuidString.lowercased())\",\"total\":\(result.total),\"duplicates_dropped\":\(result.duplicatesDropped),\"shards\":\(result.shardCount),\"created\":\(result.created)}")
         } else {
             if !result.created { writeStandardError("campaign \(result.id.uuidString.lowercased()) exists already; nothing changed\n") }
-            print(result.id.uuidString.lowercased())
+            Swift.print(result.id.uuidString.lowercased())
         }
+    }
+
+    private func print(_ result: SplitLauncher.Result) {
+        let id = result.id.uuidString.lowercased()
+        if self.json {
+            let variants = result.variants.map { v in
+                #"{"name":\#(StatusReport.quote(v.name)),"id":"\#(v.launch.id.uuidString.lowercased())","weight":\#(v.weight),"total":\#(v.launch.total),"created":\#(v.launch.created)}"#
+            }
+            Swift.print(#"{"id":"\#(id)","total":\#(result.total),"created":\#(result.created),"variants":[\#(variants.joined(separator: ","))]}"#)
+        } else {
+            if !result.created { writeStandardError("split test \(id) exists already; nothing changed\n") }
+            for v in result.variants {
+                writeStandardError("variant \(v.name): campaign \(v.launch.id.uuidString.lowercased()), \(v.launch.total) tokens\n")
+            }
+            Swift.print(id)
+        }
+    }
+
+    /// `NAME=PAYLOAD:WEIGHT`, the weight after the last colon (a JSON payload has colons of its own).
+    static func parseVariant(_ text: String) throws -> (name: String, payload: String, weight: Int) {
+        guard let equals = text.firstIndex(of: "="), let colon = text.lastIndex(of: ":"), equals < colon,
+            let weight = Int(text[text.index(after: colon)...]), weight >= 1, !text[..<equals].isEmpty
+        else {
+            throw ValidationError("--variant is NAME=PAYLOAD:WEIGHT (PAYLOAD JSON text or @FILE, WEIGHT at least 1), such as A=@a.json:50, not \"\(text)\"")
+        }
+        return (String(text[..<equals]), String(text[text.index(after: equals)..<colon]), weight)
     }
 
     /// An ISO 8601 time with its zone (`Z` or an offset), with or without fractional seconds.

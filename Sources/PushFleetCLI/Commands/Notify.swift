@@ -47,6 +47,7 @@ struct Notify: AsyncParsableCommand {
     func validate() throws {
         let audiences = [self.user != nil, self.group != nil, !self.token.isEmpty].filter { $0 }.count
         guard audiences == 1 else { throw ValidationError("Give one of --user, --group or --token.") }
+        guard self.notification.payload != nil else { throw ValidationError("give --payload JSON or --payload @FILE") }
         guard self.timeout > 0 else { throw ValidationError("--timeout is a positive number of seconds") }
         if let id = self.notificationId, UUID(uuidString: id) == nil { throw ValidationError("--notification-id must be a UUID, got \"\(id)\"") }
     }

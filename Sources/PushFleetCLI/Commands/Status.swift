@@ -34,7 +34,10 @@ struct Status: AsyncParsableCommand {
     func run() async throws {
         let id = UUID(uuidString: self.campaignID)!
         try await self.state.withStore(logger: makeLogger("pushfleet.status")) { store in
-            guard var record = try await store.campaign(id) else { throw CLIError("no campaign \(self.campaignID)") }
+            guard var record = try await store.campaign(id) else {
+                try await self.splitTest(id, store: store)
+                return
+            }
             if self.watch {
                 let bar = ProgressBar(total: record.total)
                 while record.finishedAt == nil && ![.completed, .cancelled, .failed].contains(record.state) {
@@ -50,5 +53,25 @@ struct Status: AsyncParsableCommand {
             print(self.json ? report.json : report.text)
             if self.watch, let code = Self.exitCode(record.state) { throw code }
         }
+    }
+
+    /// The status of a split test (`launch --variant`): its variants side by side.
+    private func splitTest(_ id: UUID, store: CampaignStore) async throws {
+        var variants = try await store.variants(of: id)
+        guard !variants.isEmpty else { throw CLIError("no campaign or split test \(self.campaignID)") }
+        var report = SplitReport(id: id, variants: variants)
+        if self.watch {
+            let bar = ProgressBar(total: report.total)
+            while !report.state.isFinal {
+                bar.draw(done: report.accepted + report.rejected.values.reduce(0, +), detail: "\(report.state.rawValue)  \(variants.count) variants")
+                try await Task.sleep(for: .milliseconds(500))
+                variants = try await store.variants(of: id)
+                report = SplitReport(id: id, variants: variants)
+            }
+            bar.draw(done: report.accepted + report.rejected.values.reduce(0, +), detail: report.state.rawValue)
+            bar.finish()
+        }
+        print(self.json ? report.json : report.text)
+        if self.watch, let code = Self.exitCode(report.state) { throw code }
     }
 }

@@ -7,8 +7,8 @@ struct NotificationOptions: ParsableArguments {
     @Option(help: "The APNs topic: the app's bundle ID, plus the push type's suffix for those that have one (com.example.app.voip for voip).")
     var topic: String
 
-    @Option(help: "The payload: JSON text, or @FILE.")
-    var payload: String
+    @Option(help: "The payload: JSON text, or @FILE. (`launch --variant` gives one per variant instead.)")
+    var payload: String?
 
     @Option(help: "production or sandbox.")
     var environment: String = "production"
@@ -49,8 +49,12 @@ struct NotificationOptions: ParsableArguments {
     /// The token size the protocol requires (32 bytes for the binary one), or nil for any.
     var requiredTokenSize: Int? { self.protocol == "binary" ? DeviceToken.binaryProtocolByteCount : nil }
 
+    /// The format payloads are checked against: the protocol's limit.
+    var payloadFormat: PayloadFormat { self.protocol == "binary" ? .binaryFrame : .http2(pushType: self.pushType) }
+
     /// The payload, read and checked against the protocol's limit.
     func loadPayload() throws -> Payload {
-        try PayloadOption.load(self.payload, format: self.protocol == "binary" ? .binaryFrame : .http2(pushType: self.pushType))
+        guard let payload = self.payload else { throw ValidationError("give --payload JSON or --payload @FILE") }
+        return try PayloadOption.load(payload, format: self.payloadFormat)
     }
 }

@@ -3,7 +3,7 @@ import PushFleetCore
 
 /// Reads `--payload JSON` or `--payload @FILE` and checks it for `format`.
 enum PayloadOption {
-    static func load(_ argument: String, format: PayloadFormat) throws -> Payload {
+    static func load(_ argument: String, format: PayloadFormat, option: String = "--payload") throws -> Payload {
         let bytes: [UInt8]
         let source: String
         if argument.hasPrefix("@") {
@@ -15,7 +15,7 @@ enum PayloadOption {
             source = path
         } else {
             bytes = Array(argument.utf8)
-            source = "--payload"
+            source = option
         }
         do {
             return try Payload(jsonText: bytes, format: format)

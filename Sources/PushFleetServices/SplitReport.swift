@@ -1,0 +1,66 @@
+public import Foundation
+public import PushFleetPostgres
+
+/// A split test's progress as `pushfleet status SPLIT_ID` prints it: each variant's campaign side
+/// by side, and their sum.
+public struct SplitReport: Sendable {
+    public let id: UUID
+    /// One per variant, by name.
+    public let variants: [StatusReport]
+
+    public init(id: UUID, variants: [CampaignRecord], now: Date = Date()) {
+        self.id = id
+        self.variants = variants.map { StatusReport(record: $0, now: now) }
+    }
+
+    public var total: Int { self.variants.reduce(0) { $0 + $1.record.total } }
+    public var accepted: Int { self.variants.reduce(0) { $0 + $1.record.accepted } }
+    public var rejected: [String: Int] { self.variants.reduce(into: [:]) { sum, v in sum.merge(v.record.rejected, uniquingKeysWith: +) } }
+    public var pending: Int { self.variants.reduce(0) { $0 + $1.record.pending } }
+    public var resent: Int { self.variants.reduce(0) { $0 + $1.record.resent } }
+    public var cancelled: Int { self.variants.reduce(0) { $0 + $1.record.cancelled } }
+
+    /// The split test's state: ended when every variant has (completed only if each did; else
+    /// failed if one failed, else cancelled); otherwise the most active variant's state.
+    public var state: CampaignState {
+        let states = self.variants.map(\.record.state)
+        if states.allSatisfy(\.isFinal) {
+            return states.allSatisfy { $0 == .completed } ? .completed : states.contains(.failed) ? .failed : .cancelled
+        }
+        for state in [CampaignState.running, .paused, .scheduled, .pending] where states.contains(state) { return state }
+        return .running
+    }
+
+    public var json: String {
+        let q = StatusReport.quote
+        let rejected = "{" + self.rejected.sorted { $0.key < $1.key }.map { "\(q($0.key)):\($0.value)" }.joined(separator: ",") + "}"
+        return #"{"id":\#(q(self.id.uuidString.lowercased())),"split":true,"state":\#(q(self.state.rawValue)),"total":\#(self.total),"#
+            + #""accepted":\#(self.accepted),"rejected":\#(rejected),"pending":\#(self.pending),"resent":\#(self.resent),"#
+            + #""cancelled":\#(self.cancelled),"variants":[\#(self.variants.map(\.json).joined(separator: ","))]}"#
+    }
+
+    public var text: String {
+        func row(_ cells: [String]) -> String {
+            // Name, campaign and state to the left, the counts to the right.
+            let widths = [12, 36, 10, 10, 10, 10, 10]
+            return zip(cells, widths).enumerated().map { index, cell in
+                let pad = String(repeating: " ", count: max(0, cell.1 - cell.0.count))
+                return (2...5).contains(index) ? pad + cell.0 : cell.0 + pad
+            }.joined(separator: " ").replacingOccurrences(of: "\\s+$", with: "", options: .regularExpression)
+        }
+        var lines = [
+            "split test \(self.id.uuidString.lowercased())  \(self.variants.first.map { "\($0.record.topic) (\($0.record.environment))" } ?? "")",
+            "state      \(self.state.rawValue)",
+            row(["variant", "campaign", "total", "accepted", "rejected", "pending", "state"]),
+        ]
+        for v in self.variants {
+            let r = v.record
+            lines.append(row([
+                r.variant ?? "?", r.id.uuidString.lowercased(), "\(r.total)", "\(r.accepted)", "\(r.rejected.values.reduce(0, +))",
+                "\(r.pending)", r.state.rawValue,
+            ]))
+        }
+        lines.append(row(["all", "", "\(self.total)", "\(self.accepted)", "\(self.rejected.values.reduce(0, +))", "\(self.pending)", ""]))
+        return lines.joined(separator: "\n")
+    }
+}
