@@ -16,9 +16,11 @@ import Glibc
 /// In the pipeline suite, so its coordinator never leads while another pipeline test runs.
 extension PipelineTests {
     /// Three users share a doorbell, two phones each. A 200,000-token campaign runs on the same
-    /// workers (one shard of each at a time per connection, as they claim); each ring is sent by
-    /// `pushfleet notify --group --wait` and must reach the six phones exactly once, accepted,
-    /// while the campaign is still running. The campaign is then cancelled and must reconcile.
+    /// workers (one shard of each at a time per connection, as they claim), throttled to 4,000 a
+    /// second so that it still runs when the rings are done however fast the machine (unthrottled,
+    /// a fast machine finished it first); each ring is sent by `pushfleet notify --group --wait`
+    /// and must reach the six phones exactly once, accepted, while the campaign is still running.
+    /// The campaign is then cancelled and must reconcile.
     @Test(arguments: ["http2", "binary"])
     func aGroupRingReachesEverySharedPhoneOnceWhileACampaignRuns(_ protocol: String) async throws {
         let fixture = try await PipelineFixture.start(count: 200_000)
@@ -28,7 +30,7 @@ extension PipelineTests {
 
         let coordinator = try fixture.startCoordinator()
         let workers = try (0..<2).map { _ in try fixture.startWorker(protocol: `protocol`) }
-        let campaign = try await fixture.launch(protocol: `protocol`)
+        let campaign = try await fixture.launch(["--rate", "4000"], protocol: `protocol`)
         _ = try await fixture.waitForStatus(campaign) { ($0["accepted"] as? Int ?? 0) > 0 }
 
         // The first ring by `pushfleet notify`, the others by `POST /v1/notify`.
