@@ -151,7 +151,9 @@ extension CampaignStore {
     /// - Returns: whether such a campaign exists (and now has that limit).
     /// - Throws: ``PostgresStoreError`` with code `invalidInput` for a limit below 1.
     public func setRateLimit(_ id: UUID, to rate: Int?) async throws -> Bool {
-        if let rate, rate < 1 { throw PostgresStoreError.invalidInput("a rate limit is at least 1 notification a second, not \(rate)") }
+        if let rate, !(1...Int(Int32.max)).contains(rate) {
+            throw PostgresStoreError.invalidInput("a rate limit is 1 to \(Int32.max) notifications a second, not \(rate)")
+        }
         let unfinished = CampaignState.allCases.filter { !$0.isFinal }.map(\.rawValue)
         return try await self.withConnection("set the rate limit of campaign \(id)") { connection in
             let rows = try await connection.query(

@@ -76,6 +76,17 @@ extension CampaignStore {
         }
     }
 
+    /// Deletes a campaign `launch` created and never published (still `pending` and naming that
+    /// launch), with its shards and stored tokens: what a launch whose Redis staging failed after
+    /// its row was written leaves behind.
+    public func discardUnpublishedCampaign(_ id: UUID, launch: String) async throws {
+        try await self.withConnection("discard the unpublished campaign \(id)") { connection in
+            try await connection.query(
+                "DELETE FROM campaigns WHERE campaign_id = \(id) AND state = 'pending' AND launch = \(launch)", logger: self.logger
+            )
+        }
+    }
+
     /// Deletes stored tokens nobody will read: those of finished campaigns whose queue is removed,
     /// those of launches that did not become their campaign, and, after `abandonedAfter`, those of
     /// launches whose campaign was never recorded (killed while reading the audience). A

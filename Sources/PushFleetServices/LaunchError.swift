@@ -42,8 +42,8 @@ public struct LaunchError: Error, CustomStringConvertible {
         Self(message: "the notification names \(count) tokens; at most \(maximum) go in one notification, launch a campaign for more")
     }
 
-    static func rateLimitTooLow(_ rate: Int) -> Self {
-        Self(message: "a rate limit is at least 1 notification a second, not \(rate); nothing was created")
+    static func rateLimitOutOfRange(_ rate: Int) -> Self {
+        Self(message: "a rate limit is 1 to 100,000,000 notifications a second, not \(rate); nothing was created")
     }
 
     static func startInThePast(_ startsAt: Date, now: Date) -> Self {
@@ -59,6 +59,14 @@ public struct LaunchError: Error, CustomStringConvertible {
 
     static func emptyVariant(_ name: String, audience: Int) -> Self {
         Self(message: "variant \(name) gets none of the audience's \(audience) tokens; give it more weight or the test more recipients; nothing was created")
+    }
+
+    static func splitDiffers(_ id: UUID, variant: String) -> Self {
+        Self(
+            message: "split test \(id.uuidString.lowercased()) was launched before with other variants, weights or audience "
+                + "(its variant \(variant) does not match); launch it again as it was, or under another --campaign-id; nothing was created",
+            isConflict: true
+        )
     }
 
     static func emptyAudience() -> Self {

@@ -73,6 +73,9 @@ public struct Launcher: Sendable {
     /// Shards written to Redis and Postgres per round trip while the audience is read.
     static let stagingBatch = 50
 
+    /// Rate limits a campaign may have, notifications a second (Postgres keeps them as `integer`).
+    public static let rateLimits = 1...100_000_000
+
     /// How far in the past a start time may be (clocks differ) and still mean "now".
     static let pastStartTolerance: TimeInterval = 60
 
@@ -82,16 +85,17 @@ public struct Launcher: Sendable {
     }
 
     public func launch(_ request: Request, tokens: inout some TokenSource) async throws -> Result {
-        if let rate = request.rateLimit, rate < 1 { throw LaunchError.rateLimitTooLow(rate) }
+        if let rate = request.rateLimit, !Self.rateLimits.contains(rate) { throw LaunchError.rateLimitOutOfRange(rate) }
         let launchedAt = Date()
-        if let startsAt = request.startsAt, startsAt < launchedAt - Self.pastStartTolerance {
-            throw LaunchError.startInThePast(startsAt, now: launchedAt)
-        }
         // The state it takes once published, and the status workers see.
         let target = CampaignState.published(startingAt: request.startsAt, now: launchedAt)
         let id = request.id ?? UUID()
         // An id made here is new: only a given one can name a campaign that exists.
         let existing = request.id == nil ? nil : try await self.store.campaign(id)
+        // A launch run again after its start time finds its campaign; only a new one is refused.
+        if existing == nil, let startsAt = request.startsAt, startsAt < launchedAt - Self.pastStartTolerance {
+            throw LaunchError.startInThePast(startsAt, now: launchedAt)
+        }
         if let existing, existing.kind != request.kind || existing.topic != request.topic || existing.environment != request.environment {
             throw LaunchError.idInUse(id, by: existing)
         }
@@ -219,7 +223,11 @@ public struct Launcher: Sendable {
             stagingError = error
         }
         let created = try await recorded
-        if let stagingError { throw stagingError }
+        if let stagingError {
+            // Nothing was published: the row this launch wrote goes too (a re-run starts afresh).
+            if created { try? await self.store.discardUnpublishedCampaign(campaign.id, launch: launch) }
+            throw stagingError
+        }
         guard created else { return false }
         return try await self.queue.publish(CampaignDescriptor(campaign, status: status), launch: launch)
     }

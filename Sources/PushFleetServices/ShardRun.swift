@@ -165,6 +165,7 @@ struct ShardRun {
         let logger = self.logger
         let onFeedEnded = self.onFeedEnded
         let readMark = self.readMark
+        let worker = self.worker
         return Task {
             var next = lease.cursor
             defer {
@@ -179,6 +180,7 @@ struct ShardRun {
                     }
                     if let wait = read.retryAfter {
                         // A throttled campaign: the fleet's bucket refills.
+                        worker.paced.paced(lease.campaign)
                         try? await Task.sleep(for: wait)
                         continue
                     }

@@ -49,6 +49,8 @@ public struct SplitLauncher: Sendable {
 
     /// The most variants one split test has.
     public static let maximumVariants = 26
+    /// The weights a variant may have (their products with a rate limit stay far from overflow).
+    public static let weights = 1...1_000_000
 
     /// Launches the split test. `request` is the common part (its id, if any, is the split
     /// test's; its payload is ignored); a rate limit is shared between the variants by weight.
@@ -79,6 +81,18 @@ public struct SplitLauncher: Sendable {
         if let empty = counts.firstIndex(of: 0) {
             throw LaunchError.emptyVariant(variants[empty].name, audience: counts.reduce(0, +))
         }
+        // Launched before: only the same variants, weights and audience may finish it (others
+        // would give some recipients a second variant).
+        if request.id != nil {
+            let earlier = try await self.launcher.store.variants(of: id)
+            for record in earlier {
+                guard let index = variants.firstIndex(where: { $0.name == record.variant }),
+                    record.total + record.duplicatesDropped == counts[index]
+                else {
+                    throw LaunchError.splitDiffers(id, variant: record.variant ?? "?")
+                }
+            }
+        }
         let totalWeight = variants.reduce(0) { $0 + $1.weight }
         var results: [VariantResult] = []
         for (index, variant) in variants.enumerated() {
@@ -103,7 +117,9 @@ public struct SplitLauncher: Sendable {
             else {
                 throw LaunchError.badVariants("a variant's name is 1 to 64 letters, digits, '-' or '_', not \"\(variant.name)\"")
             }
-            guard variant.weight >= 1 else { throw LaunchError.badVariants("variant \(variant.name) has weight \(variant.weight); weights are at least 1") }
+            guard Self.weights.contains(variant.weight) else {
+                throw LaunchError.badVariants("variant \(variant.name) has weight \(variant.weight); weights are 1 to \(Self.weights.upperBound)")
+            }
         }
         guard Set(variants.map(\.name)).count == variants.count else { throw LaunchError.badVariants("two variants have the same name") }
     }

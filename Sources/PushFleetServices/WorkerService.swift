@@ -27,6 +27,8 @@ public final class WorkerService: Sendable {
     let logger: Logger
     /// Runs ended whose work Postgres may not hold yet: counted if Redis loses their queue first.
     let endedRuns = EndedRuns()
+    /// The campaigns this worker's slots hold and which of them are throttled (see ``PacedCampaigns``).
+    let paced = PacedCampaigns()
     private let channelProblem = Mutex<String?>(nil)
 
     /// Why the last attempt to make a sender failed (credentials that cannot be loaded), or `nil`
@@ -135,6 +137,12 @@ public final class WorkerService: Sendable {
         var onHand: [UInt64: Int] = [:]
         var tokensOnHand = 0
         var feeding: UInt64? = nil
+        // The campaign of the run being fed, and the campaign of each active run (see ``PacedCampaigns``).
+        var feedingCampaign: UUID? = nil
+        var runCampaigns: [UInt64: UUID] = [:]
+        // A look for other work a second after one found none beside a throttled campaign (its
+        // runs may send no event for long).
+        var lookAgainScheduled = false
         var campaign: UUID? = nil
         var resetting = false
         var runs = 0
@@ -159,12 +167,25 @@ public final class WorkerService: Sendable {
                     }
                     if drain.isTriggered { break }
                 }
-                if !drain.isTriggered, !resetting, feeding == nil,
+                // A feeder its campaign's rate limit holds back leaves the channel idle: another
+                // campaign's shard may be fed beside it.
+                let feedingIsPaced = feedingCampaign.map(self.paced.isPaced) ?? false
+                if !drain.isTriggered, !resetting, feeding == nil || feedingIsPaced,
                    active < shardLimit || (work == .campaigns && active < Self.maximumShardsPerSlot && tokensOnHand < context.channel.tokensWanted ?? 0)
                 {
                     let claimed: Claim?
                     do {
-                        claimed = try await self.claim(work.kind, campaign: campaign, templates: templates)
+                        if feedingIsPaced {
+                            // Any other campaign, not this one (another feeder of it would only wait too).
+                            claimed = try await self.claim(work.kind, campaign: nil, excluding: feedingCampaign, templates: templates)
+                        } else if let held = campaign, self.paced.isPaced(held) {
+                            // A throttled campaign keeps no slot to itself: pick again, others first
+                            // (it too, if nothing else has work), unless another slot already paces
+                            // it and nothing else has work.
+                            claimed = self.paced.shouldYield(held) ? nil : try await self.claim(work.kind, campaign: nil, templates: templates)
+                        } else {
+                            claimed = try await self.claim(work.kind, campaign: campaign, templates: templates)
+                        }
                     } catch {
                         self.logger.warning("cannot claim work", metadata: ["error": "\(error)"])
                         claimed = nil
@@ -174,7 +195,13 @@ public final class WorkerService: Sendable {
                         let run = UInt64(slot & 0xFFFF) << 48 | UInt64(runs & 0xFFFF) << 32
                         let (inputs, continuation) = AsyncStream.makeStream(of: SlotInput.self)
                         context.register(run, continuation)
-                        if work == .campaigns { campaign = claimed.lease.campaign }
+                        if work == .campaigns {
+                            let claimedCampaign = claimed.lease.campaign
+                            if campaign == nil || campaign.map(self.paced.isPaced) == true { campaign = claimedCampaign }
+                            if !runCampaigns.values.contains(claimedCampaign) { self.paced.hold(claimedCampaign) }
+                            runCampaigns[run] = claimedCampaign
+                            feedingCampaign = claimedCampaign
+                        }
                         let tokens = max(0, claimed.lease.tokenCount - claimed.lease.cursor)
                         onHand[run] = tokens
                         tokensOnHand += tokens
@@ -198,17 +225,26 @@ public final class WorkerService: Sendable {
                         await drain.sleep(for: self.configuration.idlePoll)
                         continue
                     }
+                    if work == .campaigns, !lookAgainScheduled, feedingIsPaced || campaign.map(self.paced.isPaced) == true {
+                        lookAgainScheduled = true
+                        group.addTask {
+                            await drain.sleep(for: .seconds(1))
+                            sink.yield(.wake)
+                        }
+                    }
                 }
                 guard let event = await pending.next() else { break }
                 switch event {
                 case .wake:
+                    lookAgainScheduled = false
                     continue
                 case .feedEnded(let run):
-                    if feeding == run { feeding = nil }
+                    if feeding == run { (feeding, feedingCampaign) = (nil, nil) }
                 case .ended(let run):
                     active -= 1
                     tokensOnHand -= onHand.removeValue(forKey: run) ?? 0
-                    if feeding == run { feeding = nil }
+                    if feeding == run { (feeding, feedingCampaign) = (nil, nil) }
+                    if let ended = runCampaigns.removeValue(forKey: run), !runCampaigns.values.contains(ended) { self.paced.release(ended) }
                     if context.isHalted && !resetting {
                         // A shard was given up on (its task halted the channel before its deadline
                         // was lifted): the slot's other shards are released.
@@ -218,6 +254,7 @@ public final class WorkerService: Sendable {
                 }
             }
         }
+        for held in Set(runCampaigns.values) { self.paced.release(held) }
         totals = totals + (await context.channel.totals())
         await context.channel.shutdown()
         await router.value
@@ -266,16 +303,17 @@ public final class WorkerService: Sendable {
 
     /// Claims a shard of `campaign`, or of any active campaign (or notification) of this topic and
     /// environment when nil.
-    private func claim(_ kind: CampaignKind, campaign: UUID?, templates: TemplateCache) async throws -> Claim? {
+    private func claim(_ kind: CampaignKind, campaign: UUID?, excluding: UUID? = nil, templates: TemplateCache) async throws -> Claim? {
         await self.endedRuns.reportDue(to: self.queue, logger: self.logger)
         let candidates: [UUID]
         if let campaign {
             candidates = [campaign]
         } else {
-            candidates = try await self.queue.activeCampaigns(
+            let active = try await self.queue.activeCampaigns(
                 topic: self.configuration.topic, environment: self.configuration.environment, kind: kind
-            ).shuffled()
-            templates.keepOnly(candidates)
+            )
+            templates.keepOnly(active)
+            candidates = self.paced.preferringUnpaced(active.shuffled()).filter { $0 != excluding }
         }
         for candidate in candidates {
             guard let template = try await templates.get(candidate, queue: self.queue, transport: self.transport, logger: self.logger) else {

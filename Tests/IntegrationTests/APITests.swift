@@ -158,17 +158,22 @@ import Glibc
             let tokens = PostgresFixture.tokens(3)
             let id = UUID()
             let list = tokens.map { "\"\($0.hexString)\"" }.joined(separator: ",")
+            // A start time as JavaScript writes it (milliseconds), an hour ahead.
+            let at = Date(timeIntervalSince1970: (Date().timeIntervalSince1970 + 3_600).rounded(.down))
+            let written = at.formatted(Date.ISO8601FormatStyle(includingFractionalSeconds: true))
             let created = try await server.call(
                 "POST", "/v1/campaigns", key: bearer,
-                body: #"{"id":"\#(id.uuidString)","topic":"\#(topic)","tokens":[\#(list)],"rate":500,"payload":{"aps":{"alert":"x"}}}"#
+                body: #"{"id":"\#(id.uuidString)","topic":"\#(topic)","tokens":[\#(list)],"rate":500,"at":"\#(written)","payload":{"aps":{"alert":"x"}}}"#
             )
             #expect(created.status == 201, "\(created.body)")
             #expect(try await store.campaign(id)?.rateLimit == 500)
+            #expect(try await store.campaign(id)?.startsAt == at)
+            #expect(try await store.campaign(id)?.state == .scheduled)
             let queue = CampaignQueue(client: RedisClient(configuration: try RedisConfiguration(url: try IntegrationEnvironment.redisURL()), logger: silentRedisLogger))
             #expect(try await queue.descriptor(campaign: id)?.rateLimit == 500)
             let progress = try await server.call("GET", "/v1/campaigns/\(id.uuidString)", key: bearer)
             #expect(progress.body.contains(#""rate_limit":500"#), "\(progress.body)")
-            _ = try await store.setState(id, to: .cancelled, from: [.running, .pending])
+            _ = try await store.setState(id, to: .cancelled, from: [.scheduled, .running, .pending])
             try await queue.client.shutdown()
         }
         await server.stop()
@@ -195,6 +200,12 @@ import Glibc
             )
             #expect(again.status == 200, "\(again.body)")
             #expect(again.body.contains(#""created":false"#))
+            // Again with other weights: some recipients would get a second variant; refused.
+            let reweighted = variants.replacingOccurrences(of: #""weight":1}]"#, with: #""weight":3}]"#)
+            let conflict = try await server.call(
+                "POST", "/v1/campaigns", key: bearer, body: #"{"id":"\#(id.uuidString)","topic":"\#(topic)","tokens":[\#(list)],"variants":\#(reweighted)}"#
+            )
+            #expect(conflict.status == 409, "\(conflict.body)")
             let records = try await store.variants(of: id)
             #expect(records.map(\.variant) == ["A", "B"])
             #expect(records.reduce(0) { $0 + $1.total } == 40)
@@ -208,6 +219,8 @@ import Glibc
                 #"{"id":"\#(other.uuidString)","topic":"\#(topic)","tokens":[\#(list)],"variants":[{"name":"A","payload":{"aps":{"alert":"a"}},"weight":1}]}"#,
                 #"{"id":"\#(other.uuidString)","topic":"\#(topic)","tokens":[\#(list)],"payload":{"aps":{"alert":"x"}},"variants":\#(variants)}"#,
                 #"{"id":"\#(other.uuidString)","topic":"\#(topic)","tokens":[\#(list)],"variants":[{"name":"A","payload":{"aps":{"alert":"a"}},"weight":0},{"name":"B","payload":{"aps":{"alert":"b"}},"weight":1}]}"#,
+                #"{"id":"\#(other.uuidString)","topic":"\#(topic)","tokens":[\#(list)],"variants":[{"name":"A","payload":{"aps":{"alert":"a"}},"weight":9223372036854775807},{"name":"B","payload":{"aps":{"alert":"b"}},"weight":1}]}"#,
+                #"{"id":"\#(other.uuidString)","topic":"\#(topic)","tokens":[\#(list)],"rate":1000000000000,"variants":\#(variants)}"#,
             ]
             for body in bad {
                 let answer = try await server.call("POST", "/v1/campaigns", key: bearer, body: body)

@@ -85,6 +85,24 @@ extension PipelineTests {
             }
         }
 
+        /// Launching a scheduled campaign again after its time finds it and changes nothing (the
+        /// past-time refusal is for new campaigns only).
+        @Test func aScheduledLaunchRunAgainAfterItsTimeFindsItsCampaign() async throws {
+            try await CoordinatorHarness.run { h in
+                let payload = try Payload(jsonText: Array(#"{"aps":{"alert":"hi"}}"#.utf8), format: .http2)
+                var request = Launcher.Request(id: UUID(), topic: h.topic, environment: h.environment, payload: payload, shardSize: 2)
+                request.startsAt = Date().addingTimeInterval(3_600)
+                let tokens = TestTokens.tokens(4, seed: UInt64.random(in: 1...UInt64.max))
+                var first = ArrayTokenSource(tokens)
+                #expect(try await Launcher(queue: h.queue, store: h.store).launch(request, tokens: &first).created)
+                request.startsAt = Date().addingTimeInterval(-7_200)  // as if run again hours later with the same arguments
+                var again = ArrayTokenSource(tokens)
+                let result = try await Launcher(queue: h.queue, store: h.store).launch(request, tokens: &again)
+                #expect(!result.created)
+                #expect(try await h.store.setState(result.id, to: .cancelled, from: [.scheduled]))
+            }
+        }
+
         @Test func aStartTimeLongPastIsRefusedAndNothingIsCreated() async throws {
             try await CoordinatorHarness.run { h in
                 let past = Date().addingTimeInterval(-3_600)

@@ -102,7 +102,7 @@ import Testing
         #expect(one.error.contains("2 to 26 variants"), "\(one.error)")
         let unknown = try await PushFleetProcess.run(["status", UUID().uuidString] + (try self.postgres()))
         #expect(unknown.status == 1)
-        #expect(unknown.error.contains("no campaign or split test"), "\(unknown.error)")
+        #expect(unknown.error.contains("nor a split test"), "\(unknown.error)")
         try await PostgresFixture.withStore { (store: CampaignStore) async throws in
             #expect(try await store.campaigns(in: CampaignState.allCases).allSatisfy { $0.topic != topic })
         }

@@ -41,4 +41,40 @@ extension PipelineTests {
         #expect(late.error.contains("completed"), "\(late.error)")
         await stopAll(workers + [coordinator])
     }
+
+    /// A throttled campaign does not keep a worker's slots from the other campaigns of its topic:
+    /// one worker's slots all take up a campaign throttled to 100 a second (100 shards: about
+    /// 1,000 seconds of work), then a second, unthrottled, campaign is launched; it completes,
+    /// exactly, while the throttled one has done a small part of its audience. Without the rule
+    /// (`PacedCampaigns`) every slot stayed on the throttled campaign until its last shard was
+    /// claimed, and the other waited for that.
+    @Test(arguments: ["binary", "http2"])
+    func aThrottledCampaignLeavesSlotsToTheOthers(protocol: String) async throws {
+        let fixture = try await PipelineFixture.start(count: 10_000)
+        defer { Task { await fixture.stop() } }
+        let coordinator = try fixture.startCoordinator()
+        let worker = try fixture.startWorker(protocol: `protocol`)
+        let slow = TestTokens.tokens(100_000, seed: UInt64.random(in: 1...UInt64.max))
+        let file = NSTemporaryDirectory() + "pushfleet-throttled-\(UUID().uuidString).txt"
+        try slow.map(\.hexString).joined(separator: "\n").write(toFile: file, atomically: true, encoding: .utf8)
+        defer { try? FileManager.default.removeItem(atPath: file) }
+        let launched = try await PushFleetProcess.run(
+            ["launch", "--topic", fixture.topic, "--protocol", `protocol`, "--tokens", file, "--rate", "100",
+             "--payload", #"{"aps":{"alert":"Slowly"}}"#] + fixture.stateArguments
+        )
+        try #require(launched.status == 0, "\(launched.error)")
+        let throttled = try #require(UUID(uuidString: launched.output.trimmingCharacters(in: .whitespacesAndNewlines)))
+        // Every slot has had time to take it up (the only campaign of the topic), and reads are paced.
+        _ = try await fixture.waitForStatus(throttled) { ($0["accepted"] as? Int ?? 0) >= 300 }
+
+        let other = try await fixture.launch(protocol: `protocol`)
+        let status = try await fixture.waitForCompletion(other)
+        fixture.expectReconciled(status, duplicatesAllowed: 0, http2: `protocol` == "http2")
+        let meanwhile = try await fixture.status(throttled)
+        #expect(meanwhile["state"] as? String == "running")
+        #expect((meanwhile["accepted"] as? Int ?? .max) < slow.count / 2, "the other campaign waited for the throttled one: \(meanwhile)")
+        let cancel = try await PushFleetProcess.run(["campaign", "cancel", throttled.uuidString] + fixture.stateArguments)
+        #expect(cancel.status == 0, "\(cancel.error)")
+        await stopAll([worker, coordinator])
+    }
 }

@@ -121,8 +121,8 @@ package struct CampaignBody: Equatable {
                     throw APIInputError("\"variants\"[\(index)] must be an object with \"name\", \"payload\" and \"weight\"")
                 }
                 let name = try APIBody.string(item, "name")
-                guard let weight = try APIBody.optionalInteger(item, "weight"), weight >= 1 else {
-                    throw APIInputError("\"variants\"[\(index)] needs a \"weight\" of at least 1")
+                guard let weight = try APIBody.optionalInteger(item, "weight"), (1...1_000_000).contains(weight) else {
+                    throw APIInputError("\"variants\"[\(index)] needs a \"weight\" of 1 to 1000000")
                 }
                 variantPayloads.append((name, payload, weight))
             }
@@ -138,7 +138,7 @@ package struct CampaignBody: Equatable {
         self.shardSize = try APIBody.optionalInteger(body, "shard_size") ?? 1_000
         guard Self.shardSizes.contains(self.shardSize) else { throw APIInputError("\"shard_size\" is between 1 and 100000") }
         self.rateLimit = try APIBody.optionalInteger(body, "rate")
-        if let rate = self.rateLimit, rate < 1 { throw APIInputError("\"rate\" is at least 1 notification a second") }
+        if let rate = self.rateLimit, !(1...100_000_000).contains(rate) { throw APIInputError("\"rate\" is 1 to 100000000 notifications a second") }
         self.startsAt = try APIBody.optionalTime(body, "at")
         switch (body["tokens"], body["from_registry"]) {
         case (.array(let list)?, nil), (.array(let list)?, .bool(false)?): self.audience = .tokens(try APIBody.tokens(list))
@@ -233,7 +233,9 @@ package enum APIBody {
         switch body[name] {
         case nil, .null?: return nil
         case .string(let text)?:
-            guard let date = try? Date(text, strategy: .iso8601) else {
+            guard let date = (try? Date(text, strategy: .iso8601))
+                ?? (try? Date(text, strategy: Date.ISO8601FormatStyle(includingFractionalSeconds: true)))
+            else {
                 throw APIInputError("\"\(name)\" must be an ISO 8601 time such as 2026-12-01T09:00:00Z, not \(text)")
             }
             return date

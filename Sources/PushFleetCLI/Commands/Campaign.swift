@@ -27,19 +27,26 @@ struct Campaign: AsyncParsableCommand {
             let id = UUID(uuidString: self.campaignID)!
             if let record = try await store.campaign(id) { return [record] }
             let variants = try await store.variants(of: id)
-            guard !variants.isEmpty else { throw CLIError("no campaign or split test \(self.campaignID)") }
+            guard !variants.isEmpty else { throw CLIError("no campaign \(self.campaignID) (nor a split test of that id)") }
             return variants
         }
 
         /// Moves the campaign, or each variant of the split test, to `to` in Postgres (from one of
-        /// `from`) and Redis.
+        /// `from`) and Redis. A split test's variants that cannot (one that completed cannot be
+        /// paused) are left as they are and named; it fails only when none could.
         func change(to postgresState: CampaignState, from allowed: [CampaignState], queueStatus: CampaignQueueStatus) async throws {
             try await self.state.withState(logger: makeLogger("pushfleet.campaign")) { queue, store in
-                for record in try await self.campaigns(store) {
+                let records = try await self.campaigns(store)
+                var changed = 0
+                for record in records {
                     let name = record.variant.map { "variant \($0) (campaign \(record.id.uuidString.lowercased()))" } ?? "campaign \(self.campaignID)"
                     guard try await store.setState(record.id, to: postgresState, from: allowed) else {
-                        throw CLIError("\(name) is \(record.state.rawValue); it cannot become \(postgresState.rawValue)")
+                        let refusal = "\(name) is \(record.state.rawValue); it cannot become \(postgresState.rawValue)"
+                        if record.variant == nil { throw CLIError(refusal) }
+                        writeStandardError(refusal + "; left as it is\n")
+                        continue
                     }
+                    changed += 1
                     do {
                         try await queue.setStatus(campaign: record.id, queueStatus)
                     } catch {
@@ -48,6 +55,7 @@ struct Campaign: AsyncParsableCommand {
                     }
                     print("\(name) \(postgresState.rawValue)")
                 }
+                if changed == 0 { throw CLIError("no variant of split test \(self.campaignID) could become \(postgresState.rawValue)") }
             }
         }
     }
@@ -149,8 +157,8 @@ struct Campaign: AsyncParsableCommand {
         var rate: String
 
         func validate() throws {
-            guard self.rate == "none" || (Int(self.rate) ?? 0) >= 1 else {
-                throw ValidationError("the rate is a number of notifications a second (at least 1) or 'none', not \"\(self.rate)\"")
+            guard self.rate == "none" || Launcher.rateLimits.contains(Int(self.rate) ?? 0) else {
+                throw ValidationError("the rate is a number of notifications a second (1 to 100000000) or 'none', not \"\(self.rate)\"")
             }
         }
 
@@ -160,12 +168,17 @@ struct Campaign: AsyncParsableCommand {
                 let records = try await self.target.campaigns(store)
                 // A split test's rate is shared by its variants as their weights share the audience.
                 let total = records.reduce(0) { $0 + $1.total }
+                var changed = 0
                 for record in records {
-                    let share = rate.map { records.count == 1 || total == 0 ? $0 : max(1, $0 * record.total / total) }
+                    let share = rate.map { records.count == 1 || total == 0 ? $0 : max(1, Int(Double($0) * Double(record.total) / Double(total))) }
                     let name = record.variant.map { "variant \($0) (campaign \(record.id.uuidString.lowercased()))" } ?? "campaign \(self.target.campaignID)"
                     guard record.kind == .campaign, try await store.setRateLimit(record.id, to: share) else {
-                        throw CLIError("\(name) is \(record.state.rawValue); only a campaign that has not ended can be throttled")
+                        let refusal = "\(name) is \(record.state.rawValue); only a campaign that has not ended can be throttled"
+                        if record.variant == nil { throw CLIError(refusal) }
+                        writeStandardError(refusal + "; left as it is\n")
+                        continue
                     }
+                    changed += 1
                     do {
                         try await queue.setRateLimit(campaign: record.id, share)
                     } catch {
@@ -174,6 +187,7 @@ struct Campaign: AsyncParsableCommand {
                     }
                     print("\(name): \(share.map { "at most \($0) notifications a second" } ?? "no rate limit")")
                 }
+                if changed == 0 { throw CLIError("no variant of split test \(self.target.campaignID) has not ended") }
             }
         }
     }

@@ -58,7 +58,7 @@ struct Demo: AsyncParsableCommand {
     func validate() throws {
         guard self.tokens > 0 else { throw ValidationError("--tokens must be positive") }
         guard ["http2", "binary"].contains(self.protocol) else { throw ValidationError("--protocol is http2 or binary") }
-        if let rate = self.rate, rate < 1 { throw ValidationError("--rate is at least 1 notification a second") }
+        if let rate = self.rate, !Launcher.rateLimits.contains(rate) { throw ValidationError("--rate is 1 to 100000000 notifications a second") }
         guard (1...16).contains(self.workers), (1...64).contains(self.connections) else { throw ValidationError("--workers is 1 to 16, --connections 1 to 64") }
         guard (0...100).contains(self.invalidPercent), (0...100).contains(self.unregisteredPercent),
             self.invalidPercent + self.unregisteredPercent <= 100

@@ -52,7 +52,9 @@ struct Launch: AsyncParsableCommand {
         if let at = self.at, Self.parseTime(at) == nil {
             throw ValidationError("--at is an ISO 8601 time with its zone, such as 2026-12-01T09:00:00Z, not \"\(at)\"")
         }
-        if let rate = self.rate, rate < 1 { throw ValidationError("--rate is at least 1 notification a second, not \(rate)") }
+        if let rate = self.rate, !Launcher.rateLimits.contains(rate) {
+            throw ValidationError("--rate is 1 to 100000000 notifications a second, not \(rate)")
+        }
         guard (self.notification.payload == nil) != self.variant.isEmpty else {
             throw ValidationError("Give --payload, or a --variant for each variant of a split test (one of them).")
         }
@@ -81,6 +83,13 @@ struct Launch: AsyncParsableCommand {
         request.rateLimit = self.rate
         request.startsAt = self.at.flatMap(Self.parseTime)
         if !variants.isEmpty {
+            // The split test's id before its variants are launched: one that dies half way is
+            // finished by launching again with it.
+            let id = request.id ?? UUID()
+            request.id = id
+            if self.campaignId == nil {
+                writeStandardError("split test \(id.uuidString.lowercased()): if this launch is interrupted, run it again with --campaign-id \(id.uuidString.lowercased())\n")
+            }
             let result = try await self.state.withState(logger: logger) { queue, store in
                 let launcher = SplitLauncher(launcher: Launcher(queue: queue, store: store))
                 if let path = self.tokens {

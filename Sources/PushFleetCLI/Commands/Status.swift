@@ -58,7 +58,7 @@ struct Status: AsyncParsableCommand {
     /// The status of a split test (`launch --variant`): its variants side by side.
     private func splitTest(_ id: UUID, store: CampaignStore) async throws {
         var variants = try await store.variants(of: id)
-        guard !variants.isEmpty else { throw CLIError("no campaign or split test \(self.campaignID)") }
+        guard !variants.isEmpty else { throw CLIError("no campaign \(self.campaignID) (nor a split test of that id)") }
         var report = SplitReport(id: id, variants: variants)
         if self.watch {
             let bar = ProgressBar(total: report.total)
