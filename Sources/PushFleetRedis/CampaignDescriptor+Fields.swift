@@ -5,8 +5,8 @@ import PushFleetCore
 
 extension CampaignDescriptor {
     /// Field/value pairs for `HSET`, in order. `collapse_id` is absent when there is none, `kind`
-    /// for a campaign (queues published before notifications existed have none), and `rate` when
-    /// the campaign is not throttled.
+    /// for a campaign (queues published before notifications existed have none); `rate` is there only
+    /// for a throttled campaign.
     var metaFields: [[UInt8]] {
         var pairs: [(String, [UInt8])] = [
             ("id", Array(self.id.uuidString.lowercased().utf8)),

@@ -201,11 +201,20 @@ extension CampaignQueue {
     /// Sets the status workers see at their next claim or checkpoint. Does nothing when the campaign
     /// is not published (it never creates a meta hash).
     public func setStatus(campaign: UUID, _ status: CampaignQueueStatus) async throws {
+        try await self.setMeta(campaign: campaign, arguments: [Array(status.rawValue.utf8)])
+    }
+
+    /// Sets the status and the rate limit (nil lifts it) in one round trip, as the coordinator
+    /// tells Redis what Postgres holds. Does nothing when the campaign is not published.
+    public func setStatus(campaign: UUID, _ status: CampaignQueueStatus, rateLimit: Int?) async throws {
+        try await self.setMeta(campaign: campaign, arguments: [Array(status.rawValue.utf8), rateLimit?.redisArgument ?? []])
+    }
+
+    /// Runs ``CampaignScripts/setStatus`` on the campaign's meta hash.
+    func setMeta(campaign: UUID, arguments: [[UInt8]]) async throws {
         let keys = CampaignKeys(campaign)
         try await self.client.withConnection { connection in
-            _ = try connection.checkedEvaluate(
-                "setStatus", CampaignScripts.setStatus, keys: [keys.meta], arguments: [Array(status.rawValue.utf8)]
-            )
+            _ = try connection.checkedEvaluate("setStatus", CampaignScripts.setStatus, keys: [keys.meta], arguments: arguments)
         }
     }
 }

@@ -73,12 +73,7 @@ extension CampaignQueue {
     /// can); the next read of any worker is paced by it. Does nothing when the campaign is not
     /// published.
     public func setRateLimit(campaign: UUID, _ rate: Int?) async throws {
-        let keys = CampaignKeys(campaign)
-        try await self.client.withConnection { connection in
-            _ = try connection.checkedEvaluate(
-                "setRateLimit", CampaignScripts.setRateLimit, keys: [keys.meta], arguments: [rate?.redisArgument ?? []]
-            )
-        }
+        try await self.setMeta(campaign: campaign, arguments: [[], rate?.redisArgument ?? []])
     }
 
     /// Records outcomes of a held shard and extends its lease. With zero deltas and no rejections it

@@ -74,16 +74,6 @@ extension CampaignScripts {
         """
     )
 
-    /// Sets (ARGV[1] a rate) or lifts (ARGV[1] '') the campaign's rate limit in its meta hash
-    /// (KEYS[1]), if the campaign is published.
-    static let setRateLimit = RedisScript(
-        """
-        if redis.call('EXISTS', KEYS[1]) == 0 then return 0 end
-        if ARGV[1] == '' then redis.call('HDEL', KEYS[1], 'rate') else redis.call('HSET', KEYS[1], 'rate', ARGV[1]) end
-        return 1
-        """
-    )
-
     /// Records outcomes of a held shard and extends its lease; with zero deltas, a heartbeat.
     /// O(reasons): one HINCRBY per reason, and one XADD of the packed rejections.
     ///

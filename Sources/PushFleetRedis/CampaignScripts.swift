@@ -82,14 +82,19 @@ enum CampaignScripts {
         """
     )
 
-    /// Changes the status of a published campaign; never creates the meta hash.
+    /// Changes the status, the rate limit or both of a published campaign; never creates the
+    /// meta hash.
     ///
-    /// KEYS: 1 meta. ARGV: 1 status. Returns 1, or 0 when the campaign is not published.
+    /// KEYS: 1 meta. ARGV: 1 status ('' leaves it), 2 (optional) the rate limit ('' lifts it).
+    /// Returns 1, or 0 when the campaign is not published.
     static let setStatus = RedisScript(
         """
         if redis.call('EXISTS', KEYS[1]) == 0 then return 0 end
-        redis.call('HSET', KEYS[1], 'status', ARGV[1])
-        if ARGV[1] == 'running' then redis.call('HDEL', KEYS[1], 'pause_reason', 'pause_outage') end
+        if ARGV[1] ~= '' then
+          redis.call('HSET', KEYS[1], 'status', ARGV[1])
+          if ARGV[1] == 'running' then redis.call('HDEL', KEYS[1], 'pause_reason', 'pause_outage') end
+        end
+        if ARGV[2] == '' then redis.call('HDEL', KEYS[1], 'rate') elseif ARGV[2] then redis.call('HSET', KEYS[1], 'rate', ARGV[2]) end
         return 1
         """
     )

@@ -286,9 +286,12 @@ public final class CoordinatorService: Sendable {
     /// Postgres holds the campaign's state; Redis is told it again every round, so an operator's
     /// pause, resume or cancel that Redis missed (it was down) still reaches the workers.
     private func tellRedis(_ campaign: CampaignRecord) async throws {
-        try await self.queue.setStatus(campaign: campaign.id, CampaignQueueStatus(campaign.state))
-        // `campaign set-rate` changes Postgres first; a Redis that did not hear it learns it here.
-        if campaign.kind == .campaign { try await self.queue.setRateLimit(campaign: campaign.id, campaign.rateLimit) }
+        if campaign.kind == .campaign {
+            // `campaign set-rate` changes Postgres first; a Redis that did not hear it learns it here.
+            try await self.queue.setStatus(campaign: campaign.id, CampaignQueueStatus(campaign.state), rateLimit: campaign.rateLimit)
+        } else {
+            try await self.queue.setStatus(campaign: campaign.id, CampaignQueueStatus(campaign.state))
+        }
         if campaign.state == .running || campaign.state == .paused {
             // A rebuild or a launch that died between its two steps may have left it out.
             try await self.queue.ensureActive(campaign: campaign.id, topic: campaign.topic, environment: campaign.environment, kind: campaign.kind)

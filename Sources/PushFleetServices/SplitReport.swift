@@ -33,7 +33,7 @@ public struct SplitReport: Sendable {
 
     public var json: String {
         let q = StatusReport.quote
-        let rejected = "{" + self.rejected.sorted { $0.key < $1.key }.map { "\(q($0.key)):\($0.value)" }.joined(separator: ",") + "}"
+        let rejected = StatusReport.json(rejected: self.rejected)
         return #"{"id":\#(q(self.id.uuidString.lowercased())),"split":true,"state":\#(q(self.state.rawValue)),"total":\#(self.total),"#
             + #""accepted":\#(self.accepted),"rejected":\#(rejected),"pending":\#(self.pending),"resent":\#(self.resent),"#
             + #""cancelled":\#(self.cancelled),"variants":[\#(self.variants.map(\.json).joined(separator: ","))]}"#

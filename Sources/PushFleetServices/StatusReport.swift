@@ -23,7 +23,7 @@ public struct StatusReport: Sendable {
     /// One JSON object with the fields of the design's `status --json`.
     public var json: String {
         let r = self.record
-        let rejected = "{" + r.rejected.sorted { $0.key < $1.key }.map { "\(Self.quote($0.key)):\($0.value)" }.joined(separator: ",") + "}"
+        let rejected = Self.json(rejected: r.rejected)
         let fields: [(String, String)] = [
             ("id", Self.quote(r.id.uuidString.lowercased())),
             ("state", Self.quote(r.state.rawValue)),
@@ -80,6 +80,11 @@ public struct StatusReport: Sendable {
                 + (self.etaSeconds.map { "  ETA \(Int($0.rounded()))s" } ?? "")
         )
         return lines.joined(separator: "\n")
+    }
+
+    /// Rejections by reason as a JSON object, reasons in order.
+    static func json(rejected: [String: Int]) -> String {
+        "{" + rejected.sorted { $0.key < $1.key }.map { "\(Self.quote($0.key)):\($0.value)" }.joined(separator: ",") + "}"
     }
 
     /// `text` as a JSON string literal.

@@ -31,31 +31,47 @@ struct Campaign: AsyncParsableCommand {
             return variants
         }
 
-        /// Moves the campaign, or each variant of the split test, to `to` in Postgres (from one of
-        /// `from`) and Redis. A split test's variants that cannot (one that completed cannot be
-        /// paused) are left as they are and named; it fails only when none could.
-        func change(to postgresState: CampaignState, from allowed: [CampaignState], queueStatus: CampaignQueueStatus) async throws {
+        /// Changes the campaign, or each variant of the split test: `postgres` changes Postgres,
+        /// or refuses with the reason; then `redis` tells Redis (the coordinator tells it again
+        /// every round if Redis does not answer). A split test's variants that cannot change are
+        /// left as they are and named; it fails only when none could.
+        func changeEach(
+            whenNone none: String,
+            postgres: (CampaignRecord, _ all: [CampaignRecord], CampaignStore) async throws -> Result<String, CLIError>,
+            redis: (CampaignRecord, _ all: [CampaignRecord], CampaignQueue) async throws -> Void
+        ) async throws {
             try await self.state.withState(logger: makeLogger("pushfleet.campaign")) { queue, store in
                 let records = try await self.campaigns(store)
                 var changed = 0
                 for record in records {
                     let name = record.variant.map { "variant \($0) (campaign \(record.id.uuidString.lowercased()))" } ?? "campaign \(self.campaignID)"
-                    guard try await store.setState(record.id, to: postgresState, from: allowed) else {
-                        let refusal = "\(name) is \(record.state.rawValue); it cannot become \(postgresState.rawValue)"
-                        if record.variant == nil { throw CLIError(refusal) }
-                        writeStandardError(refusal + "; left as it is\n")
-                        continue
+                    switch try await postgres(record, records, store) {
+                    case .failure(let refusal):
+                        if record.variant == nil { throw CLIError("\(name) \(refusal.description)") }
+                        writeStandardError("\(name) \(refusal.description); left as it is\n")
+                    case .success(let done):
+                        changed += 1
+                        do {
+                            try await redis(record, records, queue)
+                        } catch {
+                            FileHandle.standardError.write(Data("warning: \(error); the coordinator applies it once Redis answers\n".utf8))
+                        }
+                        print("\(name)\(done)")
                     }
-                    changed += 1
-                    do {
-                        try await queue.setStatus(campaign: record.id, queueStatus)
-                    } catch {
-                        // Postgres holds the state; the coordinator tells Redis again every round.
-                        FileHandle.standardError.write(Data("warning: \(error); the coordinator applies it once Redis answers\n".utf8))
-                    }
-                    print("\(name) \(postgresState.rawValue)")
                 }
-                if changed == 0 { throw CLIError("no variant of split test \(self.campaignID) could become \(postgresState.rawValue)") }
+                if changed == 0 { throw CLIError("no variant of split test \(self.campaignID) \(none)") }
+            }
+        }
+
+        /// Moves the campaign, or each variant of the split test, to `to` in Postgres (from one of
+        /// `from`) and Redis.
+        func change(to postgresState: CampaignState, from allowed: [CampaignState], queueStatus: CampaignQueueStatus) async throws {
+            try await self.changeEach(whenNone: "could become \(postgresState.rawValue)") { record, _, store in
+                try await store.setState(record.id, to: postgresState, from: allowed)
+                    ? .success(" \(postgresState.rawValue)")
+                    : .failure(CLIError("is \(record.state.rawValue); it cannot become \(postgresState.rawValue)"))
+            } redis: { record, _, queue in
+                try await queue.setStatus(campaign: record.id, queueStatus)
             }
         }
     }
@@ -164,30 +180,19 @@ struct Campaign: AsyncParsableCommand {
 
         func run() async throws {
             let rate = Int(self.rate)
-            try await self.target.state.withState(logger: makeLogger("pushfleet.campaign")) { queue, store in
-                let records = try await self.target.campaigns(store)
-                // A split test's rate is shared by its variants as their weights share the audience.
-                let total = records.reduce(0) { $0 + $1.total }
-                var changed = 0
-                for record in records {
-                    let share = rate.map { records.count == 1 || total == 0 ? $0 : max(1, Int(Double($0) * Double(record.total) / Double(total))) }
-                    let name = record.variant.map { "variant \($0) (campaign \(record.id.uuidString.lowercased()))" } ?? "campaign \(self.target.campaignID)"
-                    guard record.kind == .campaign, try await store.setRateLimit(record.id, to: share) else {
-                        let refusal = "\(name) is \(record.state.rawValue); only a campaign that has not ended can be throttled"
-                        if record.variant == nil { throw CLIError(refusal) }
-                        writeStandardError(refusal + "; left as it is\n")
-                        continue
-                    }
-                    changed += 1
-                    do {
-                        try await queue.setRateLimit(campaign: record.id, share)
-                    } catch {
-                        // Postgres holds the limit; the coordinator tells Redis again every round.
-                        FileHandle.standardError.write(Data("warning: \(error); the coordinator applies it once Redis answers\n".utf8))
-                    }
-                    print("\(name): \(share.map { "at most \($0) notifications a second" } ?? "no rate limit")")
+            // A split test's rate is shared by its variants as their audiences share its own.
+            func share(_ record: CampaignRecord, of all: [CampaignRecord]) -> Int? {
+                let total = all.reduce(0) { $0 + $1.total }
+                return rate.map { all.count == 1 || total == 0 ? $0 : max(1, Int(Double($0) * Double(record.total) / Double(total))) }
+            }
+            try await self.target.changeEach(whenNone: "has not ended") { record, all, store in
+                let limit = share(record, of: all)
+                guard record.kind == .campaign, try await store.setRateLimit(record.id, to: limit) else {
+                    return .failure(CLIError("is \(record.state.rawValue); only a campaign that has not ended can be throttled"))
                 }
-                if changed == 0 { throw CLIError("no variant of split test \(self.target.campaignID) has not ended") }
+                return .success(": \(limit.map { "at most \($0) notifications a second" } ?? "no rate limit")")
+            } redis: { record, all, queue in
+                try await queue.setRateLimit(campaign: record.id, share(record, of: all))
             }
         }
     }
