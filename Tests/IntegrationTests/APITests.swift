@@ -19,23 +19,37 @@ import Glibc
         let port: Int
 
         static func start() async throws -> Server {
-            let port = try FreePort.take()
-            let process = try PushFleetProcess(
-                ["api", "--host", "127.0.0.1", "--port", "\(port)", "--redis", try IntegrationEnvironment.redisURL(),
-                 "--postgres", try IntegrationEnvironment.postgresURL()]
-            )
-            try await Self.waitUntilHealthy(process, port: port)
-            return Server(process: process, port: port)
+            // The suites run side by side: another test may bind the free port first. Then the
+            // server exits at once, and another port is tried.
+            for attempt in 1...5 {
+                let port = try FreePort.take()
+                let process = try PushFleetProcess(
+                    ["api", "--host", "127.0.0.1", "--port", "\(port)", "--redis", try IntegrationEnvironment.redisURL(),
+                     "--postgres", try IntegrationEnvironment.postgresURL()]
+                )
+                if try await Self.waitUntilHealthy(process, port: port, portTakenIsFinal: attempt == 5) {
+                    return Server(process: process, port: port)
+                }
+            }
+            throw CancellationError()  // not reached: the fifth attempt succeeds or fails the test
         }
 
-        /// Waits until `pushfleet api` answers `/healthz` on `port`; fails if it exits or takes a minute.
-        static func waitUntilHealthy(_ process: PushFleetProcess, port: Int) async throws {
+        /// Waits until `pushfleet api` answers `/healthz` on `port`; fails if it exits or takes a
+        /// minute. - Returns: false, without failing, when it exited because the port was taken
+        /// meanwhile and that is not final.
+        @discardableResult
+        static func waitUntilHealthy(_ process: PushFleetProcess, port: Int, portTakenIsFinal: Bool = true) async throws -> Bool {
             let start = ContinuousClock.now
             while (try? await LoopbackHTTP.request("GET", port: port, path: "/healthz"))?.status != 200 {
+                if !process.isRunning, !portTakenIsFinal {
+                    _ = await process.wait()
+                    if process.standardError.contains("Address already in use") { return false }
+                }
                 try #require(process.isRunning, "pushfleet api exited: \(process.standardError.suffix(2_000))")
                 try #require(ContinuousClock.now - start < .seconds(60), "pushfleet api never answered /healthz")
                 try await Task.sleep(for: .milliseconds(100))
             }
+            return true
         }
 
         func call(_ method: String, _ path: String, key: String? = nil, body: String? = nil) async throws -> LoopbackHTTP.Answer {
