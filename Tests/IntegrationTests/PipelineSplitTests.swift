@@ -5,7 +5,7 @@ import PushFleetServices
 import PushFleetTestSupport
 import Testing
 
-/// A split test (`launch --variant A=…:70 --variant B=…:30 --rate 2000`) through two workers on
+/// A split test (`launch --variant A=…:70 --variant B=…:30 --rate 400`) through two workers on
 /// either protocol, paused and resumed by its id along the way: each variant's counts add up to the
 /// split test's, and match the ledger, token by token, for the recipients the split gave it.
 extension PipelineTests {
@@ -16,10 +16,11 @@ extension PipelineTests {
         defer { Task { await fixture.stop() } }
         let coordinator = try fixture.startCoordinator()
         let workers = try (0..<2).map { _ in try fixture.startWorker(protocol: `protocol`) }
-        // Throttled to 2,000 a second (about 10 s), so that the pause lands while it runs.
+        // Throttled to 400 a second (about 50 s), so that the pause lands while it runs, however
+        // long the split launch itself takes on a loaded machine.
         let id = try await fixture.launch(
             ["--variant", #"A={"aps":{"alert":"20% off today"}}:70"#, "--variant", #"B={"aps":{"alert":"Free shipping today"}}:30"#,
-             "--rate", "2000"],
+             "--rate", "400"],
             protocol: `protocol`
         )
 
