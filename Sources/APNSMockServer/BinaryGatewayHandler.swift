@@ -34,6 +34,9 @@ final class BinaryGatewayHandler: ChannelInboundHandler {
     private var state = State.accepting
     private var acceptedSinceRead = 0
     private var fingerprints: [UInt64] = []
+    /// Accepted payloads' digests, when the simulator records them.
+    private let recordPayloads: Bool
+    private var payloads: [(fingerprint: UInt64, digest: UInt64)] = []
     private var nextReadAllowed = NIODeadline.uptimeNanoseconds(0)
 
     init(configuration: MockAPNSConfiguration, ledger: DeliveryLedger, feedback: FeedbackStore, acceptedByGateway: AcceptedCounter, logger: Logger) {
@@ -42,6 +45,7 @@ final class BinaryGatewayHandler: ChannelInboundHandler {
         self.feedback = feedback
         self.errorDelay = configuration.errorDelay
         self.faults = configuration.binaryFaults
+        self.recordPayloads = configuration.recordPayloads
         self.logger = logger
         self.validator = BinaryNotificationValidator(
             invalidTokens: configuration.invalidTokens,
@@ -65,6 +69,9 @@ final class BinaryGatewayHandler: ChannelInboundHandler {
         case .notification(let notification):
             switch self.validator.validate(notification) {
             case .accepted(let fingerprint, let unregistered):
+                if self.recordPayloads {
+                    self.payloads.append((fingerprint, DeliveryLedger.digest(notification.payload?.readableBytesView ?? ByteBuffer().readableBytesView)))
+                }
                 self.accept(context: context, fingerprint: fingerprint, unregistered: unregistered, identifier: notification.identifier)
             case .rejected(let status):
                 // Command 0 carries no identifier: APNs just closed the connection.
@@ -153,6 +160,8 @@ final class BinaryGatewayHandler: ChannelInboundHandler {
         guard !self.fingerprints.isEmpty else { return }
         self.ledger.recordAccepted(fingerprints: self.fingerprints)
         self.fingerprints.removeAll(keepingCapacity: true)
+        self.ledger.recordPayloads(self.payloads)
+        self.payloads.removeAll(keepingCapacity: true)
     }
 
     private func scheduleNextRead(context: ChannelHandlerContext) {

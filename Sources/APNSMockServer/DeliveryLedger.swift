@@ -38,6 +38,8 @@ public final class DeliveryLedger: Sendable {
         /// Accepted notifications by UNIX second of the simulator's clock, the last
         /// ``DeliveryLedger/timelineSeconds`` of them.
         var perSecond: [Int: Int] = [:]
+        /// The digest of the payload each token was last accepted with, when the simulator records them.
+        var payloads: [UInt64: UInt64] = [:]
     }
 
     /// How many seconds of acceptances ``acceptedPerSecond()`` keeps.
@@ -59,6 +61,28 @@ public final class DeliveryLedger: Sendable {
             }
             state.perSecond[second, default: 0] += fingerprints.count
         }
+    }
+
+    /// Records the payloads accepted notifications carried: (token fingerprint, ``digest(_:)``).
+    func recordPayloads(_ digests: [(fingerprint: UInt64, digest: UInt64)]) {
+        guard !digests.isEmpty else { return }
+        self.state.withLockedValue { state in
+            for (fingerprint, digest) in digests { state.payloads[fingerprint] = digest }
+        }
+    }
+
+    /// The ``digest(_:)`` of the payload `token` was last accepted with; nil if it was not, or if
+    /// the simulator does not record payloads (``MockAPNSConfiguration/recordPayloads``).
+    public func payloadDigest(of token: DeviceToken) -> UInt64? {
+        let fingerprint = token.fingerprint
+        return self.state.withLockedValue { $0.payloads[fingerprint] }
+    }
+
+    /// A payload's digest as the ledger keeps it: 64-bit FNV-1a of its bytes.
+    public static func digest(_ payload: some Sequence<UInt8>) -> UInt64 {
+        var digest = PayloadDigest()
+        digest.add(payload)
+        return digest.value
     }
 
     /// Records one accepted notification for `token`.
@@ -120,5 +144,14 @@ public final class DeliveryLedger: Sendable {
     /// Forgets everything.
     public func reset() {
         self.state.withLockedValue { $0 = State() }
+    }
+}
+
+/// 64-bit FNV-1a, fed as a payload's bytes arrive (over HTTP/2, in any number of DATA frames).
+struct PayloadDigest {
+    private(set) var value: UInt64 = 0xcbf2_9ce4_8422_2325
+
+    mutating func add(_ bytes: some Sequence<UInt8>) {
+        for byte in bytes { self.value = (self.value ^ UInt64(byte)) &* 0x0000_0100_0000_01B3 }
     }
 }

@@ -62,6 +62,10 @@ public struct MockAPNSConfiguration: Sendable {
     public var binaryFaults: BinaryFaults
     public var http2: HTTP2Options
     public var http2Faults: HTTP2Faults
+    /// Keep a digest of the payload each token was last accepted with
+    /// (``DeliveryLedger/payloadDigest(of:)``), to check per-recipient payloads. Off by default:
+    /// it costs memory per token.
+    public var recordPayloads = false
 
     public init(
         host: String = "127.0.0.1",

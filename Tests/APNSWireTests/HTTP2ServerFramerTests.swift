@@ -31,8 +31,8 @@ import Testing
                     switch event {
                     case .headers(let stream, let fields, let endStream):
                         events.append("headers \(stream) \(fields.map { "\($0.name)=\($0.value)" }.joined(separator: " "))\(endStream ? " end" : "")")
-                    case .data(let stream, let length, let flowControlled, let endStream):
-                        events.append("data \(stream) \(length)/\(flowControlled)\(endStream ? " end" : "")")
+                    case .data(let stream, let payload, let flowControlled, let endStream):
+                        events.append("data \(stream) \(payload.readableBytes)/\(flowControlled)\(endStream ? " end" : "")")
                     case .reset(let stream): events.append("reset \(stream)")
                     case .ping: events.append("ping")
                     case .goAway(let last, let code): events.append("goaway \(last) \(code)")

@@ -31,7 +31,7 @@ struct BinaryFixture {
         maxConcurrentStreams: Int = 1000
     ) async throws -> BinaryFixture {
         let certificates = try TestCertificates.shared()
-        let configuration = MockAPNSConfiguration(
+        var configuration = MockAPNSConfiguration(
             binaryPort: 0,
             feedbackPort: 0,
             adminPort: 0,
@@ -47,6 +47,8 @@ struct BinaryFixture {
             ),
             http2Faults: http2Faults
         )
+        // Tests check which payload each token got.
+        configuration.recordPayloads = true
         let server = MockAPNSServer(configuration: configuration, group: MultiThreadedEventLoopGroup.singleton, logger: quietLogger)
         let ports = try await server.start()
         return BinaryFixture(server: server, ports: ports, certificates: certificates)

@@ -141,13 +141,18 @@ private func run(_ bytes: [UInt8], chunk: Int, judge: Bool) -> ([String], String
         start = end
         do {
             try framer.read(&buffer) { event in
-                events.append(String(describing: event))
+                if case .data(let streamID, let payload, let flowControlledLength, let endStream) = event {
+                    // The payload's bytes, not the buffer's indices, which differ with the chunking.
+                    events.append("data(\(streamID), \(Array(payload.readableBytesView)), \(flowControlledLength), \(endStream))")
+                } else {
+                    events.append(String(describing: event))
+                }
                 switch event {
                 case .headers(let streamID, let fields, let endStream):
                     if requests[streamID] == nil { requests[streamID] = (fields, 0) }
                     if endStream, let request = requests.removeValue(forKey: streamID) { complete.append((streamID, request.fields, request.body)) }
-                case .data(let streamID, let length, _, let endStream):
-                    requests[streamID]?.body += length
+                case .data(let streamID, let payload, _, let endStream):
+                    requests[streamID]?.body += payload.readableBytes
                     if endStream, let request = requests.removeValue(forKey: streamID) { complete.append((streamID, request.fields, request.body)) }
                 case .reset(let streamID):
                     requests[streamID] = nil

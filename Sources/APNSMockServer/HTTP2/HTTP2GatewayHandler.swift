@@ -32,6 +32,8 @@ final class HTTP2GatewayHandler: ChannelInboundHandler {
     private struct PendingRequest {
         var fields: [HTTP2HeaderField]
         var bodyBytes = 0
+        /// The body's digest, kept when the simulator records payloads.
+        var digest = PayloadDigest()
     }
 
     /// An answer decided and not yet written.
@@ -74,6 +76,8 @@ final class HTTP2GatewayHandler: ChannelInboundHandler {
     /// This read burst's answers, written in `channelReadComplete` (or after the answer delay).
     private var answers: [Answer] = []
     private var fingerprints: [UInt64] = []
+    /// Accepted payloads' digests, when the simulator records them.
+    private var payloads: [(fingerprint: UInt64, digest: UInt64)] = []
     private var rejections: [String: Int] = [:]
     private var closing = false
 
@@ -197,8 +201,8 @@ final class HTTP2GatewayHandler: ChannelInboundHandler {
         switch event {
         case .headers(let streamID, let fields, let endStream):
             self.receivedHeaders(context: context, streamID: streamID, fields: fields, endStream: endStream)
-        case .data(let streamID, let length, let flowControlledLength, let endStream):
-            self.receivedData(context: context, streamID: streamID, length: length, flowControlledLength: flowControlledLength, endStream: endStream)
+        case .data(let streamID, let payload, let flowControlledLength, let endStream):
+            self.receivedData(context: context, streamID: streamID, payload: payload, flowControlledLength: flowControlledLength, endStream: endStream)
         case .reset(let streamID):
             if self.pending.removeValue(forKey: streamID) != nil { self.unanswered -= 1 }
         case .ping:
@@ -234,14 +238,15 @@ final class HTTP2GatewayHandler: ChannelInboundHandler {
         if endStream { self.complete(context: context, streamID: streamID) }
     }
 
-    private func receivedData(context: ChannelHandlerContext, streamID: Int32, length: Int, flowControlledLength: Int, endStream: Bool) {
+    private func receivedData(context: ChannelHandlerContext, streamID: Int32, payload: ByteBuffer, flowControlledLength: Int, endStream: Bool) {
         if self.configuration.http2.windowUpdatePerRequest {
             if flowControlledLength > 0 { self.framer.windowUpdate(flowControlledLength) }
         } else if let increment = self.receiveWindow.received(flowControlledLength) {
             self.framer.windowUpdate(increment)
         }
         guard var request = self.pending[streamID] else { return }  // refused, reset, or answered early
-        request.bodyBytes += length
+        request.bodyBytes += payload.readableBytes
+        if self.configuration.recordPayloads { request.digest.add(payload.readableBytesView) }
         self.pending[streamID] = request
         if endStream {
             self.complete(context: context, streamID: streamID)
@@ -282,6 +287,7 @@ final class HTTP2GatewayHandler: ChannelInboundHandler {
         switch verdict {
         case .accepted(let fingerprint):
             self.fingerprints.append(fingerprint)
+            if self.configuration.recordPayloads { self.payloads.append((fingerprint, request.digest.value)) }
             self.answer(streamID: streamID, apnsID: apnsID, status: 200, reason: nil, timestamp: nil)
         case .rejected(let status, let reason, let timestamp):
             self.answer(streamID: streamID, apnsID: apnsID, status: status, reason: reason, timestamp: timestamp)
@@ -397,6 +403,8 @@ final class HTTP2GatewayHandler: ChannelInboundHandler {
         if !self.fingerprints.isEmpty {
             self.ledger.recordAccepted(fingerprints: self.fingerprints)
             self.fingerprints.removeAll(keepingCapacity: true)
+            self.ledger.recordPayloads(self.payloads)
+            self.payloads.removeAll(keepingCapacity: true)
         }
         if !self.rejections.isEmpty {
             self.ledger.recordRejected(counts: self.rejections)

@@ -27,8 +27,8 @@ public struct HTTP2ServerFramer {
     public enum Event {
         /// A stream's header block: its request headers, or (on a stream already open) trailers.
         case headers(streamID: Int32, fields: [HTTP2HeaderField], endStream: Bool)
-        /// Request body bytes (`length` of payload, without padding).
-        case data(streamID: Int32, length: Int, flowControlledLength: Int, endStream: Bool)
+        /// Request body bytes (the frame's payload, without padding; a slice of the bytes read).
+        case data(streamID: Int32, payload: ByteBuffer, flowControlledLength: Int, endStream: Bool)
         /// The client reset the stream, or this side did for a stream error (already written).
         case reset(streamID: Int32)
         case ping
@@ -241,7 +241,7 @@ public struct HTTP2ServerFramer {
                 try self.headerBlock(block.bytes, streamID: block.streamID, endStream: block.endStream, opens: block.context, handle)
             }
         case .data(let streamID, let payload, let length, let endStream):
-            try self.data(streamID: streamID, payloadLength: payload.readableBytes, flowControlledLength: length, endStream: endStream, handle)
+            try self.data(streamID: streamID, payload: payload, flowControlledLength: length, endStream: endStream, handle)
         case .settings(let settings):
             try self.apply(settings)
         case .settingsAck:
@@ -316,7 +316,7 @@ public struct HTTP2ServerFramer {
     }
 
     private mutating func data(
-        streamID: Int32, payloadLength: Int, flowControlledLength length: Int, endStream: Bool, _ handle: (Event) -> Void
+        streamID: Int32, payload: ByteBuffer, flowControlledLength length: Int, endStream: Bool, _ handle: (Event) -> Void
     ) throws(HTTP2ConnectionError) {
         guard length <= self.receiveWindow else {
             throw HTTP2ConnectionError(
@@ -328,7 +328,7 @@ public struct HTTP2ServerFramer {
             throw HTTP2ConnectionError(code: HTTP2Wire.ErrorCode.protocolError, "DATA on idle stream \(streamID)")
         }
         // Bytes the stream does not take still count on the connection: the owner refunds them.
-        let ignored = Event.data(streamID: streamID, length: 0, flowControlledLength: length, endStream: false)
+        let ignored = Event.data(streamID: streamID, payload: ByteBuffer(), flowControlledLength: length, endStream: false)
         switch self.streams[streamID]?.state {
         case nil:
             // Closed by this side (answered or reset): the client may not know yet.
@@ -343,7 +343,7 @@ public struct HTTP2ServerFramer {
                 return
             }
             self.streams[streamID]?.state = endStream ? .answering : .receiving(window: window - length)
-            handle(.data(streamID: streamID, length: payloadLength, flowControlledLength: length, endStream: endStream))
+            handle(.data(streamID: streamID, payload: payload, flowControlledLength: length, endStream: endStream))
         }
     }
 
