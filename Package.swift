@@ -83,6 +83,7 @@ let package = Package(
             name: "PushFleetRedis",
             dependencies: [
                 "CHiredis", "PushFleetCore",
+                .product(name: "Crypto", package: "swift-crypto"),
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOPosix", package: "swift-nio"),
                 .product(name: "Logging", package: "swift-log"),

@@ -1,3 +1,5 @@
+import Crypto
+
 /// A Lua script with its SHA-1, called with `EVALSHA` and loaded on demand.
 ///
 /// The SHA-1 is computed here, so no round trip is needed to learn it. When Redis answers
@@ -12,6 +14,9 @@ public struct RedisScript: Hashable, Sendable {
     /// - Parameter source: The Lua source. Declare every key the script touches in `KEYS`.
     public init(_ source: String) {
         self.source = source
-        self.sha1 = SHA1.hexDigest(source.utf8)
+        self.sha1 = Insecure.SHA1.hash(data: Array(source.utf8)).map { byte in
+            let hex = String(byte, radix: 16)
+            return byte < 16 ? "0" + hex : hex
+        }.joined()
     }
 }
