@@ -1,0 +1,183 @@
+/// A payload with placeholders, rendered for each recipient from the fields of its audience line:
+/// `{"aps":{"alert":"Hi {{first_name|there}}, {{offer}} today"}}`.
+///
+/// A placeholder is `{{name}}` or `{{name|fallback}}` inside a JSON string of the payload: `name`
+/// is 1 to 64 letters, digits or `_` (spaces around it allowed); the fallback, text as the string
+/// holds it, stands where the recipient has no value or an empty one (nothing without one). A
+/// value is written JSON-escaped, so every rendering is valid JSON whatever the value holds.
+public struct PayloadTemplate: Sendable, Hashable {
+    public enum Segment: Sendable, Hashable {
+        /// Bytes of the payload as they are.
+        case text([UInt8])
+        /// The value of ``PayloadTemplate/fields`` at `field`, or else `fallback` (bytes of a JSON
+        /// string's inside, as written).
+        case field(Int, fallback: [UInt8])
+    }
+
+    /// The payload cut at its placeholders.
+    public let segments: [Segment]
+    /// The fields the placeholders name, each once, in order of first use.
+    public let fields: [String]
+
+    /// The most placeholders one payload may have.
+    public static let maximumPlaceholders = 64
+
+    /// The template of `payload`, or nil when it has no placeholder (it is then sent as it is).
+    /// - Throws: ``PayloadTemplateError`` for a placeholder that is not closed in its string, or
+    ///   whose name is not 1 to 64 letters, digits or `_`, or for too many placeholders.
+    public init?(_ payload: [UInt8]) throws(PayloadTemplateError) {
+        var segments: [Segment] = []
+        var fields: [String] = []
+        var text: [UInt8] = []
+        var inString = false
+        var index = 0
+        var placeholders = 0
+        while index < payload.count {
+            let byte = payload[index]
+            if !inString {
+                if byte == UInt8(ascii: "\"") { inString = true }
+                text.append(byte)
+                index += 1
+                continue
+            }
+            switch byte {
+            case UInt8(ascii: "\\"):
+                // An escape: it and the byte after it are text (`\u` digits follow as text too).
+                text.append(byte)
+                if index + 1 < payload.count { text.append(payload[index + 1]) }
+                index += 2
+            case UInt8(ascii: "\""):
+                inString = false
+                text.append(byte)
+                index += 1
+            case UInt8(ascii: "{") where index + 1 < payload.count && payload[index + 1] == UInt8(ascii: "{"):
+                let start = index
+                guard let close = Self.closing(payload, from: index + 2) else {
+                    throw PayloadTemplateError("the placeholder at byte \(start) is not closed with }} in its string")
+                }
+                let inside = Array(payload[(index + 2)..<close])
+                let bar = inside.firstIndex(of: UInt8(ascii: "|"))
+                let name = String(decoding: inside[..<(bar ?? inside.endIndex)], as: UTF8.self).trimmingSpaces
+                let fallback = bar.map { Array(inside[($0 + 1)...]) } ?? []
+                guard (1...64).contains(name.utf8.count),
+                    name.utf8.allSatisfy({ ($0 >= 0x30 && $0 <= 0x39) || ($0 >= 0x41 && $0 <= 0x5A) || ($0 >= 0x61 && $0 <= 0x7A) || $0 == 0x5F })
+                else {
+                    throw PayloadTemplateError("the placeholder at byte \(start) names \"\(name.prefix(70))\": a field's name is 1 to 64 letters, digits or _")
+                }
+                placeholders += 1
+                guard placeholders <= Self.maximumPlaceholders else {
+                    throw PayloadTemplateError("more than \(Self.maximumPlaceholders) placeholders")
+                }
+                if !text.isEmpty {
+                    segments.append(.text(text))
+                    text = []
+                }
+                let field: Int
+                if let known = fields.firstIndex(of: name) {
+                    field = known
+                } else {
+                    fields.append(name)
+                    field = fields.count - 1
+                }
+                segments.append(.field(field, fallback: fallback))
+                index = close + 2
+            default:
+                text.append(byte)
+                index += 1
+            }
+        }
+        guard placeholders > 0 else { return nil }
+        if !text.isEmpty { segments.append(.text(text)) }
+        self.segments = segments
+        self.fields = fields
+    }
+
+    /// The payload for a recipient whose values of ``fields`` are `values` (nil or empty: the
+    /// placeholder's fallback).
+    /// - Precondition: `values.count == fields.count`.
+    public func render(_ values: [String?]) -> [UInt8] {
+        var out: [UInt8] = []
+        out.reserveCapacity(self.renderedSize(values))
+        for segment in self.segments {
+            switch segment {
+            case .text(let bytes): out.append(contentsOf: bytes)
+            case .field(let field, let fallback):
+                if let value = values[field], !value.isEmpty { Self.escape(value, into: &out) } else { out.append(contentsOf: fallback) }
+            }
+        }
+        return out
+    }
+
+    /// The size of ``render(_:)``'s result, without rendering.
+    public func renderedSize(_ values: [String?]) -> Int {
+        var size = 0
+        for segment in self.segments {
+            switch segment {
+            case .text(let bytes): size += bytes.count
+            case .field(let field, let fallback):
+                if let value = values[field], !value.isEmpty { size += Self.escapedSize(value) } else { size += fallback.count }
+            }
+        }
+        return size
+    }
+
+    /// Where the `}}` that closes a placeholder starts, if it does in the same string.
+    private static func closing(_ payload: [UInt8], from start: Int) -> Int? {
+        var index = start
+        while index + 1 < payload.count {
+            switch payload[index] {
+            case UInt8(ascii: "}") where payload[index + 1] == UInt8(ascii: "}"): return index
+            case UInt8(ascii: "\""): return nil  // the string ended first
+            case UInt8(ascii: "\\"): index += 2
+            default: index += 1
+            }
+        }
+        return nil
+    }
+
+    /// `value` as the inside of a JSON string: `"`, `\` and control characters escaped, the rest
+    /// UTF-8 as it is.
+    static func escape(_ value: String, into out: inout [UInt8]) {
+        for byte in value.utf8 {
+            switch byte {
+            case UInt8(ascii: "\""): out.append(contentsOf: [0x5C, 0x22])
+            case UInt8(ascii: "\\"): out.append(contentsOf: [0x5C, 0x5C])
+            case 0x0A: out.append(contentsOf: [0x5C, UInt8(ascii: "n")])
+            case 0x0D: out.append(contentsOf: [0x5C, UInt8(ascii: "r")])
+            case 0x09: out.append(contentsOf: [0x5C, UInt8(ascii: "t")])
+            case 0..<0x20:
+                let hex = Array("0123456789abcdef".utf8)
+                out.append(contentsOf: [0x5C, UInt8(ascii: "u"), 0x30, 0x30, hex[Int(byte >> 4)], hex[Int(byte & 0xF)]])
+            default: out.append(byte)
+            }
+        }
+    }
+
+    static func escapedSize(_ value: String) -> Int {
+        var size = 0
+        for byte in value.utf8 {
+            switch byte {
+            case UInt8(ascii: "\""), UInt8(ascii: "\\"), 0x0A, 0x0D, 0x09: size += 2
+            case 0..<0x20: size += 6
+            default: size += 1
+            }
+        }
+        return size
+    }
+}
+
+/// Why a payload's placeholders were refused.
+public struct PayloadTemplateError: Error, Hashable, Sendable, CustomStringConvertible {
+    public let description: String
+
+    public init(_ description: String) { self.description = description }
+}
+
+extension String {
+    fileprivate var trimmingSpaces: String {
+        var scalars = Substring(self)
+        while scalars.first == " " { scalars.removeFirst() }
+        while scalars.last == " " { scalars.removeLast() }
+        return String(scalars)
+    }
+}
