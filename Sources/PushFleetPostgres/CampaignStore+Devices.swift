@@ -26,6 +26,11 @@ extension CampaignStore {
                 "platform '\(platform)' is not one of \(DeviceRegistration.platforms.sorted().joined(separator: ", "))"
             )
         }
+        if let problem = registration.locale.flatMap(DeviceRegistration.problem(locale:))
+            ?? registration.timeZone.flatMap(DeviceRegistration.problem(timeZone:))
+        {
+            throw PostgresStoreError.invalidInput(problem)
+        }
         guard registration.registeredAt.timeIntervalSinceNow <= Self.registrationClockSkew else {
             // It would hold the phone, and outrank APNs' verdicts on it, until that time.
             throw PostgresStoreError.invalidInput(
@@ -57,8 +62,9 @@ extension CampaignStore {
         let at = registration.registeredAt
         let inserted = try await connection.query(
             """
-            INSERT INTO device_tokens (app_id, token, status, registered_at, user_id, owned_at, platform)
-            VALUES (\(app), \(registration.token.byteBuffer), 'active', \(at), \(registration.user), \(at), \(registration.platform))
+            INSERT INTO device_tokens (app_id, token, status, registered_at, user_id, owned_at, platform, locale, time_zone)
+            VALUES (\(app), \(registration.token.byteBuffer), 'active', \(at), \(registration.user), \(at), \(registration.platform),
+                    \(registration.locale), \(registration.timeZone))
             ON CONFLICT (app_id, token) DO NOTHING RETURNING 1
             """,
             logger: self.logger
@@ -91,6 +97,8 @@ extension CampaignStore {
                 user_id = \(owner),
                 owned_at = \(ownedAt),
                 platform = CASE WHEN \(takes) THEN \(registration.platform) ELSE platform END,
+                locale = CASE WHEN \(takes) THEN COALESCE(\(registration.locale), locale) ELSE locale END,
+                time_zone = CASE WHEN \(takes) THEN COALESCE(\(registration.timeZone), time_zone) ELSE time_zone END,
                 registered_at = GREATEST(registered_at, \(at)),
                 status = CASE WHEN invalid_since IS NULL OR \(at) > invalid_since THEN 'active' ELSE status END,
                 invalid_reason = CASE WHEN \(at) > invalid_since THEN NULL ELSE invalid_reason END,

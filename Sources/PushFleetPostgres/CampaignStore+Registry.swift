@@ -58,6 +58,33 @@ extension CampaignStore {
         }
     }
 
+    /// One page of the active tokens of `topic` and `environment` with the locale and time zone
+    /// their devices registered (nil where none), in ascending byte order of the token; see
+    /// ``activeTokens(topic:environment:after:limit:)``.
+    public func activeRecipients(
+        topic: String, environment: String, after: DeviceToken?, limit: Int
+    ) async throws -> [(token: DeviceToken, locale: String?, timeZone: String?)] {
+        guard limit > 0 else { return [] }
+        let start = after?.byteBuffer ?? ByteBuffer()
+        return try await self.withConnection("read registry tokens") { connection in
+            let rows = try await connection.query(
+                """
+                SELECT token, locale, time_zone FROM device_tokens
+                WHERE app_id = (SELECT app_id FROM apps WHERE topic = \(topic) AND environment = \(environment))
+                  AND status = 'active' AND token > \(start)
+                ORDER BY token LIMIT \(limit)
+                """,
+                logger: self.logger
+            )
+            var recipients: [(token: DeviceToken, locale: String?, timeZone: String?)] = []
+            recipients.reserveCapacity(min(limit, 100_000))
+            for try await (bytes, locale, zone) in rows.decode((ByteBuffer, String?, String?).self) {
+                recipients.append((try DeviceToken(postgres: bytes), locale, zone))
+            }
+            return recipients
+        }
+    }
+
     /// Sets the status of registry tokens, in one transaction, but only where the token was registered
     /// before `since`: a device that registered again after APNs' verdict stays active. Tokens the
     /// registry does not know are added with that status (and `registered_at = since`). When one token

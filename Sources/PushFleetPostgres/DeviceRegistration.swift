@@ -15,14 +15,37 @@ public struct DeviceRegistration: Sendable, Hashable {
     /// When the device obtained the token (or the app last saw it). A later registration wins the
     /// device; one earlier than an APNs verdict on the token does not revive it.
     public var registeredAt: Date
+    /// The phone's locale (`fr_FR`, `pt-BR`), for localized campaigns; nil keeps the one registered before.
+    public var locale: String?
+    /// The phone's IANA time zone (`Europe/Paris`), for local-time campaigns; nil keeps the one
+    /// registered before.
+    public var timeZone: String?
 
-    public init(token: DeviceToken, topic: String, environment: String, user: String, platform: String? = nil, registeredAt: Date) {
+    public init(
+        token: DeviceToken, topic: String, environment: String, user: String, platform: String? = nil, registeredAt: Date,
+        locale: String? = nil, timeZone: String? = nil
+    ) {
         self.token = token
         self.topic = topic
         self.environment = environment
         self.user = user
         self.platform = platform
         self.registeredAt = registeredAt
+        self.locale = locale
+        self.timeZone = timeZone
+    }
+
+    /// Nil if `locale` may be registered (1 to 35 letters, digits, `-` and `_`), else why not.
+    public static func problem(locale: String) -> String? {
+        guard (1...35).contains(locale.utf8.count), locale.allSatisfy({ $0.isASCII && ($0.isLetter || $0.isNumber || $0 == "-" || $0 == "_") }) else {
+            return "locale '\(locale.prefix(40))' is not 1 to 35 letters, digits, '-' and '_' (such as fr_FR or pt-BR)"
+        }
+        return nil
+    }
+
+    /// Nil if `timeZone` names an IANA time zone, else why not.
+    public static func problem(timeZone: String) -> String? {
+        TimeZone(identifier: timeZone) == nil ? "time zone '\(timeZone.prefix(40))' is not an IANA time zone such as Europe/Paris" : nil
     }
 
     /// The platforms a registration may name.

@@ -12,7 +12,15 @@ enum Schema {
     /// Key of the transaction-scoped advisory lock that serializes concurrent migrations.
     static let migrationLockKey: Int64 = 0x5055_5348_4D49_4752  // "PUSHMIGR"
 
-    static var migrations: [Migration] { [version1, version2, version3, version4, version5, version6, version7, version8, version9, version10, version11, version12, version13] }
+    static var migrations: [Migration] { [version1, version2, version3, version4, version5, version6, version7, version8, version9, version10, version11, version12, version13, version14] }
+
+    private static var version14: Migration {
+        Migration(version: 14, name: "device locales and time zones", statements: [
+            // What a launch in parts reads of a registry audience (`--localized`, `--local-time`):
+            // the locale and IANA time zone the app registered the device with.
+            "ALTER TABLE device_tokens ADD COLUMN locale text, ADD COLUMN time_zone text",
+        ])
+    }
 
     private static var version13: Migration {
         Migration(version: 13, name: "split tests", statements: [

@@ -135,6 +135,41 @@ import Testing
         }
     }
 
+    /// A device's locale and time zone, as a launch in parts reads them: kept when a later
+    /// registration says nothing of them, replaced when it does, refused when malformed.
+    @Test func aDevicesLocaleAndTimeZoneAreKeptForLaunchesInParts() async throws {
+        try await PostgresFixture.withStore { store in
+            let topic = PostgresFixture.topic("locales")
+            let user = Self.ids("user", 1)[0]
+            let tokens = PostgresFixture.tokens(2).sorted { $0.hexString < $1.hexString }
+            let now = Date()
+            func register(_ token: DeviceToken, at date: Date, locale: String?, zone: String?) async throws {
+                _ = try await store.registerDevice(DeviceRegistration(
+                    token: token, topic: topic, environment: "production", user: user, registeredAt: date, locale: locale, timeZone: zone
+                ))
+            }
+            try await register(tokens[0], at: now.addingTimeInterval(-60), locale: "fr_FR", zone: "Europe/Paris")
+            try await register(tokens[1], at: now.addingTimeInterval(-60), locale: nil, zone: nil)
+            // Later registrations: one says nothing of them, one moves the phone to Tokyo.
+            try await register(tokens[0], at: now.addingTimeInterval(-30), locale: nil, zone: nil)
+            try await register(tokens[1], at: now, locale: "ja", zone: "Asia/Tokyo")
+            var recipients = try await store.activeRecipients(topic: topic, environment: "production", after: nil, limit: 10)
+            #expect(recipients.map(\.token) == tokens)
+            #expect(recipients.map(\.locale) == ["fr_FR", "ja"])
+            #expect(recipients.map(\.timeZone) == ["Europe/Paris", "Asia/Tokyo"])
+            // An older registration changes nothing of them.
+            try await register(tokens[1], at: now.addingTimeInterval(-600), locale: "de", zone: "Europe/Berlin")
+            recipients = try await store.activeRecipients(topic: topic, environment: "production", after: tokens[0], limit: 10)
+            #expect(recipients.map(\.locale) == ["ja"])
+            #expect(recipients.map(\.timeZone) == ["Asia/Tokyo"])
+            for (locale, zone, says) in [("fr FR", nil, "locale 'fr FR'"), (nil, "Mars/Olympus", "time zone 'Mars/Olympus'")] as [(String?, String?, String)] {
+                await #expect {
+                    try await register(tokens[0], at: now, locale: locale, zone: zone)
+                } throws: { error in "\(error)".contains(says) }
+            }
+        }
+    }
+
     @Test func badIdsAndPlatformsAreRefusedAndWriteNothing() async throws {
         try await PostgresFixture.withStore { store in
             let topic = PostgresFixture.topic("refused")
