@@ -125,7 +125,7 @@ public struct APIServer: Sendable {
         try Self.require(key, body.topic)
         let registration = DeviceRegistration(
             token: token, topic: body.topic, environment: body.environment, user: body.user, platform: body.platform,
-            registeredAt: body.registeredAt ?? Date()
+            registeredAt: body.registeredAt ?? Date(), locale: body.locale, timeZone: body.timeZone
         )
         let registered = try await Self.refusingBadInput { try await self.store.registerDevice(registration) }
         let fields = [
@@ -176,12 +176,15 @@ public struct APIServer: Sendable {
         )
         launch.rateLimit = body.rateLimit
         launch.startsAt = body.startsAt
-        if !body.variants.isEmpty { return try await self.createSplitTest(launch, body) }
+        if !body.variants.isEmpty || !body.localized.isEmpty || body.localTime != nil { return try await self.createInParts(launch, body) }
         let result: Launcher.Result
         do {
             switch body.audience {
             case .tokens(let tokens):
                 var source = ArrayTokenSource(tokens)
+                result = try await launcher.launch(launch, tokens: &source)
+            case .recipients(let recipients):
+                var source = ArrayTokenSource(recipients.map(\.token))
                 result = try await launcher.launch(launch, tokens: &source)
             case .registry:
                 var source = RegistryTokenSource(store: self.store, topic: fields.topic, environment: fields.environment)
@@ -197,30 +200,51 @@ public struct APIServer: Sendable {
         )
     }
 
-    /// `POST /v1/campaigns` with `variants`: a split test, as `launch --variant` makes it.
-    private func createSplitTest(_ launch: Launcher.Request, _ body: CampaignBody) async throws -> Response {
-        let launcher = SplitLauncher(launcher: Launcher(queue: self.queue, store: self.store))
-        let variants = body.variants.map { SplitLauncher.Variant(name: $0.name, payload: $0.payload, weight: $0.weight) }
-        let (store, topic, environment) = (self.store, launch.topic, launch.environment)
-        let result: SplitLauncher.Result
+    /// `POST /v1/campaigns` with `variants`, `localized` or `local_time`: a launch in parts, as
+    /// `launch --variant`, `--localized` and `--local-time` make it.
+    private func createInParts(_ launch: Launcher.Request, _ body: CampaignBody) async throws -> Response {
+        var launch = launch
+        let id = launch.id ?? UUID()
+        launch.id = id
+        let variants = body.variants.map { SplitTest.Variant(name: $0.name, payload: $0.payload, weight: $0.weight) }
+        let result: PartitionedLauncher.Result
         do {
-            switch body.audience {
-            case .tokens(let tokens): result = try await launcher.launch(launch, variants: variants) { ArrayTokenSource(tokens) }
-            case .registry:
-                result = try await launcher.launch(launch, variants: variants) {
-                    RegistryTokenSource(store: store, topic: topic, environment: environment)
+            let payloads: LaunchPlan.Payloads
+            if !variants.isEmpty {
+                payloads = try SplitTest.payloads(variants, id: id)
+            } else if !body.localized.isEmpty {
+                guard Set(body.localized.map { LocaleChooser.normalized($0.locale) }).count == body.localized.count else {
+                    throw Self.badRequest("\"localized\" names one locale twice")
                 }
+                payloads = .localized(LocaleChooser(locales: body.localized.map(\.locale)), payloads: body.localized.map(\.payload), fallback: launch.payload)
+            } else {
+                payloads = .one(launch.payload)
+            }
+            var localTime: LocalTimePlanner? = nil
+            if let time = body.localTime {
+                guard let planner = LocalTimePlanner(time, now: Date()) else { throw Self.badRequest("\"local_time\" is HH:MM, 00:00 to 23:59, not \(time)") }
+                localTime = planner
+            }
+            let plan = LaunchPlan(payloads: payloads, localTime: localTime, defaultZone: body.defaultZone)
+            let launcher = PartitionedLauncher(launcher: Launcher(queue: self.queue, store: self.store))
+            switch body.audience {
+            case .tokens(let tokens):
+                var source = PlainPlannedTokenSource(ArrayTokenSource(tokens), plan: plan)
+                result = try await launcher.launch(launch, recipients: &source)
+            case .recipients(let recipients):
+                var source = RecipientsPlannedTokenSource(recipients: recipients, plan: plan)
+                result = try await launcher.launch(launch, recipients: &source)
+            case .registry:
+                var source = RegistryPlannedTokenSource(store: self.store, topic: launch.topic, environment: launch.environment, plan: plan)
+                result = try await launcher.launch(launch, recipients: &source)
             }
         } catch let error as LaunchError {
             throw error.isConflict ? HTTPError(.conflict, message: error.message) : Self.badRequest(error.message)
         }
-        let id = result.id.uuidString.lowercased()
-        let children = result.variants.map { v in
-            #"{"name":\#(Self.quoted(v.name)),"id":"\#(v.launch.id.uuidString.lowercased())","weight":\#(v.weight),"total":\#(v.launch.total)}"#
-        }
+        let text = id.uuidString.lowercased()
         return Self.json(
             result.created ? .created : .ok,
-            #"{"id":"\#(id)","split":true,"total":\#(result.total),"created":\#(result.created),"variants":[\#(children.joined(separator: ","))],"href":"/v1/campaigns/\#(id)"}"#
+            #"{"id":"\#(text)","split":true,"total":\#(result.total),"created":\#(result.created),"variants":\#(result.partsJSON(variants: variants)),"href":"/v1/campaigns/\#(text)"}"#
         )
     }
 
@@ -308,4 +332,25 @@ public struct APIServer: Sendable {
     }
 
     static func quoted(_ text: String) -> String { StatusReport.quote(text) }
+}
+
+/// The recipients of a `POST /v1/campaigns` body, planned by their tokens, locales and zones;
+/// errors name the recipient's place in the body.
+struct RecipientsPlannedTokenSource: PlannedTokenSource {
+    let recipients: [RecipientBody]
+    private(set) var plan: LaunchPlan
+    private var next = 0
+
+    init(recipients: [RecipientBody], plan: LaunchPlan) {
+        self.recipients = recipients
+        self.plan = plan
+    }
+
+    mutating func next(upTo maximum: Int) async throws -> [(token: DeviceToken, part: Int)] {
+        let (start, end) = (self.next, min(self.recipients.count, self.next + maximum))
+        self.next = end
+        return try self.plan.parts(of: self.recipients[start..<end].map { ($0.token, $0.locale, $0.zone) }) { index, error in
+            HTTPError(.badRequest, message: "\"recipients\"[\(start + index)]: \(error)")
+        }
+    }
 }

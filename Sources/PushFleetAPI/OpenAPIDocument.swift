@@ -47,9 +47,16 @@ enum OpenAPIDocument {
               { "$ref": "#/components/schemas/Headers" },
               {
                 "type": "object",
-                "description": "Exactly one of tokens, from_registry.",
+                "description": "Exactly one of tokens, recipients, from_registry.",
                 "properties": {
                   "tokens": { "type": "array", "items": { "type": "string", "description": "hex" } },
+                  "recipients": {
+                    "type": "array", "description": "tokens with the fields localized and local_time read",
+                    "items": {
+                      "type": "object", "required": ["token"],
+                      "properties": { "token": { "type": "string" }, "locale": { "type": "string" }, "time_zone": { "type": "string", "description": "IANA, such as Europe/Paris" } }
+                    }
+                  },
                   "from_registry": { "type": "boolean" },
                   "shard_size": { "type": "integer", "minimum": 1, "maximum": 100000, "default": 1000 },
                   "rate": { "type": "integer", "minimum": 1, "description": "notifications per second, fleet-wide; absent: as fast as the fleet can" },
@@ -61,7 +68,13 @@ enum OpenAPIDocument {
                       "type": "object", "required": ["name", "payload", "weight"],
                       "properties": { "name": { "type": "string" }, "payload": { "type": "object" }, "weight": { "type": "integer", "minimum": 1 } }
                     }
-                  }
+                  },
+                  "localized": {
+                    "type": "object", "additionalProperties": { "type": "object" },
+                    "description": "a payload per locale (fr, pt-BR); a recipient gets its locale's (fr_CA, then fr), else payload"
+                  },
+                  "local_time": { "type": "string", "pattern": "^[0-2][0-9]:[0-5][0-9]$", "description": "HH:MM: each recipient's start at the next such time of its own time zone; not with at" },
+                  "default_zone": { "type": "string", "description": "the time zone of recipients without one (with local_time)" }
                 }
               }
             ]
@@ -106,6 +119,8 @@ enum OpenAPIDocument {
               "environment": { "type": "string", "enum": ["production", "sandbox"], "default": "production" },
               "user": { "type": "string" },
               "platform": { "type": "string" },
+              "locale": { "type": "string", "description": "the phone's locale (fr_FR), for localized campaigns from the registry; absent keeps the one registered before" },
+              "time_zone": { "type": "string", "description": "the phone's IANA time zone (Europe/Paris), for local-time campaigns from the registry; absent keeps the one registered before" },
               "registered_at": { "type": "string", "format": "date-time", "description": "Defaults to now." }
             }
           }

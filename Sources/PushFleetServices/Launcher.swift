@@ -38,8 +38,11 @@ public struct Launcher: Sendable {
         /// When the campaign starts: it is `scheduled` until then, and the coordinator starts
         /// it. Nil, or a time already past, starts it at once.
         public var startsAt: Date? = nil
-        /// The split test this campaign is a variant of (set by ``SplitLauncher``).
+        /// The launch in parts this campaign is a part of (set by ``PartitionedLauncher``).
         public var split: SplitMembership? = nil
+        /// Duplicates of this campaign's audience dropped before its tokens reached the launcher
+        /// (by ``PartitionedLauncher``), counted with its own.
+        public var duplicatesDroppedEarlier = 0
 
         public init(
             id: UUID? = nil, topic: String, environment: String, payload: Payload, pushType: String = "alert",
@@ -114,7 +117,7 @@ public struct Launcher: Sendable {
         var shardCounts: [Int] = []
         var current: [DeviceToken] = []
         var staged: [(shard: Int, tokens: [DeviceToken])] = []
-        var duplicates = 0
+        var duplicates = request.duplicatesDroppedEarlier
         // One batch of shards is written to Redis (on the client's own thread) while the next is read.
         var writing: Task<Void, any Error>? = nil
         let (queue, store) = (self.queue, self.store)

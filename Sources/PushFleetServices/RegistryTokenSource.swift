@@ -21,3 +21,28 @@ public struct RegistryTokenSource: TokenSource {
         return tokens
     }
 }
+
+/// The active tokens of a topic and environment in the registry, planned by the locale and time
+/// zone their devices registered (``CampaignStore/registerDevice(_:)``).
+public struct RegistryPlannedTokenSource: PlannedTokenSource {
+    let store: CampaignStore
+    let topic: String
+    let environment: String
+    public private(set) var plan: LaunchPlan
+    private var after: DeviceToken? = nil
+
+    public init(store: CampaignStore, topic: String, environment: String, plan: LaunchPlan) {
+        self.store = store
+        self.topic = topic
+        self.environment = environment
+        self.plan = plan
+    }
+
+    public mutating func next(upTo maximum: Int) async throws -> [(token: DeviceToken, part: Int)] {
+        let recipients = try await self.store.activeRecipients(topic: self.topic, environment: self.environment, after: self.after, limit: maximum)
+        self.after = recipients.last?.token
+        return try self.plan.parts(of: recipients.map { ($0.token, $0.locale, $0.timeZone) }) { index, error in
+            LaunchError(message: "registry device \(recipients[index].token.hexString): \(error)")
+        }
+    }
+}

@@ -1,11 +1,11 @@
 public import Foundation
 public import PushFleetPostgres
 
-/// A split test's progress as `pushfleet status SPLIT_ID` prints it: each variant's campaign side
-/// by side, and their sum.
+/// The progress of a launch in parts (a split test, localized payloads, local-time delivery) as
+/// `pushfleet status ID` prints it: each part's campaign side by side, and their sum.
 public struct SplitReport: Sendable {
     public let id: UUID
-    /// One per variant, by name.
+    /// One per part (a split test's variant), by name.
     public let variants: [StatusReport]
 
     public init(id: UUID, variants: [CampaignRecord], now: Date = Date()) {
@@ -42,23 +42,24 @@ public struct SplitReport: Sendable {
     public var text: String {
         func row(_ cells: [String]) -> String {
             // Name, campaign and state to the left, the counts to the right.
-            let widths = [12, 36, 10, 10, 10, 10, 10]
+            let widths = [max(12, self.variants.map { ($0.record.variant ?? "").count }.max() ?? 0), 36, 10, 10, 10, 10, 10, 20]
             return zip(cells, widths).enumerated().map { index, cell in
                 let pad = String(repeating: " ", count: max(0, cell.1 - cell.0.count))
                 return (2...5).contains(index) ? pad + cell.0 : cell.0 + pad
             }.joined(separator: " ").replacingOccurrences(of: "\\s+$", with: "", options: .regularExpression)
         }
+        let scheduled = self.variants.contains { $0.record.startsAt != nil }
         var lines = [
-            "split test \(self.id.uuidString.lowercased())  \(self.variants.first.map { "\($0.record.topic) (\($0.record.environment))" } ?? "")",
+            "launch \(self.id.uuidString.lowercased()) in \(self.variants.count) parts  \(self.variants.first.map { "\($0.record.topic) (\($0.record.environment))" } ?? "")",
             "state      \(self.state.rawValue)",
-            row(["variant", "campaign", "total", "accepted", "rejected", "pending", "state"]),
+            row(["part", "campaign", "total", "accepted", "rejected", "pending", "state"] + (scheduled ? ["starts"] : [])),
         ]
         for v in self.variants {
             let r = v.record
             lines.append(row([
                 r.variant ?? "?", r.id.uuidString.lowercased(), "\(r.total)", "\(r.accepted)", "\(r.rejected.values.reduce(0, +))",
                 "\(r.pending)", r.state.rawValue,
-            ]))
+            ] + (scheduled ? [r.startsAt.map(StatusReport.timestamp) ?? ""] : [])))
         }
         lines.append(row(["all", "", "\(self.total)", "\(self.accepted)", "\(self.rejected.values.reduce(0, +))", "\(self.pending)", ""]))
         return lines.joined(separator: "\n")

@@ -3,6 +3,7 @@ import PushFleetAPI
 import PushFleetCore
 import PushFleetPostgres
 import PushFleetRedis
+import PushFleetServices
 import PushFleetTestSupport
 import Testing
 #if canImport(Glibc)
@@ -241,6 +242,92 @@ import Glibc
                 #expect(answer.status == 400, "\(answer.body)")
             }
             #expect(try await store.variants(of: other).isEmpty)
+        }
+        await server.stop()
+    }
+
+    /// A campaign localized and delivered at local time through the API, with `recipients`
+    /// carrying locales and zones: one part per locale and start, reported by the launch's id; a
+    /// recipient in no known zone gets 400 naming it, and nothing is created.
+    @Test func aLocalizedLocalTimeCampaignThroughTheAPIIsLaunchedInParts() async throws {
+        let server = try await Server.start()
+        try await PostgresFixture.withStore { store in
+            let topic = PostgresFixture.topic("api-parts")
+            let (_, bearer) = try await store.createAPIKey(topics: [topic])
+            let tokens = PostgresFixture.tokens(30)
+            // Locales fr_FR, en and none; zones UTC and Asia/Tokyo (nine hours apart: two starts).
+            let recipients = tokens.enumerated().map { index, token in
+                let locale = ["\"fr_FR\"", "\"en\"", "null"][index % 3]
+                return #"{"token":"\#(token.hexString)","locale":\#(locale),"time_zone":"\#(index % 2 == 0 ? "UTC" : "Asia/Tokyo")"}"#
+            }.joined(separator: ",")
+            let id = UUID()
+            let body = #"{"id":"\#(id.uuidString)","topic":"\#(topic)","recipients":[\#(recipients)],"payload":{"aps":{"alert":"Hello"}},"#
+                + #""localized":{"fr":{"aps":{"alert":"Bonjour"}}},"local_time":"09:00"}"#
+            let created = try await server.call("POST", "/v1/campaigns", key: bearer, body: body)
+            #expect(created.status == 201, "\(created.body)")
+            let records = try await store.variants(of: id)
+            #expect(records.count == 4, "fr and default, each at two starts: \(records.map(\.variant))")
+            #expect(Set(records.compactMap { $0.variant?.split(separator: ".").first.map(String.init) }) == ["default", "fr"])
+            #expect(Set(records.compactMap(\.startsAt)).count == 2)
+            #expect(records.allSatisfy { $0.state == .scheduled || $0.state == .running })
+            #expect(records.reduce(0) { $0 + $1.total } == 30)
+            #expect(records.filter { $0.variant?.hasPrefix("fr.") == true }.reduce(0) { $0 + $1.total } == 10)
+            let report = try await server.call("GET", "/v1/campaigns/\(id.uuidString)", key: bearer)
+            #expect(report.status == 200)
+            #expect(report.body.contains(#""split":true"#) && report.body.contains(#""total":30"#), "\(report.body)")
+            for record in records { _ = try await store.setState(record.id, to: .cancelled, from: [.running, .pending, .scheduled]) }
+
+            let other = UUID()
+            let unknown = body.replacingOccurrences(of: id.uuidString, with: other.uuidString)
+                .replacingOccurrences(of: #""time_zone":"Asia/Tokyo"}"#, with: #""time_zone":"Mars/Olympus"}"#)
+            let refused = try await server.call("POST", "/v1/campaigns", key: bearer, body: unknown)
+            #expect(refused.status == 400, "\(refused.body)")
+            #expect(refused.body.contains(#"\"recipients\"[1]: unknown time zone"#), "\(refused.body)")
+            let both = try await server.call(
+                "POST", "/v1/campaigns", key: bearer,
+                body: body.replacingOccurrences(of: id.uuidString, with: other.uuidString).replacingOccurrences(of: #""local_time":"09:00""#, with: #""local_time":"09:00","at":"2030-01-01T00:00:00Z""#)
+            )
+            #expect(both.status == 400, "\(both.body)")
+            #expect(try await store.variants(of: other).isEmpty)
+        }
+        await server.stop()
+    }
+
+    /// Devices registered through the API with their time zones and locales, then a localized
+    /// local-time campaign of the registry: its parts follow what the devices registered.
+    @Test func aLocalTimeCampaignOfTheRegistryFollowsTheDevicesZones() async throws {
+        let server = try await Server.start()
+        try await PostgresFixture.withStore { store in
+            let topic = PostgresFixture.topic("api-registry-parts")
+            let (_, bearer) = try await store.createAPIKey(topics: [topic])
+            let tokens = PostgresFixture.tokens(4)
+            let devices = [("fr_FR", "Europe/Paris"), ("en_GB", "Europe/London"), ("fr_CA", "America/Montreal"), (nil, nil)] as [(String?, String?)]
+            for (token, (locale, zone)) in zip(tokens, devices) {
+                let fields = [locale.map { #""locale":"\#($0)""# }, zone.map { #""time_zone":"\#($0)""# }].compactMap { $0 }
+                let put = try await server.call(
+                    "PUT", "/v1/devices/\(token.hexString)", key: bearer,
+                    body: #"{"topic":"\#(topic)","user":"u-\#(token.hexString.prefix(8))"\#(fields.map { "," + $0 }.joined())}"#
+                )
+                #expect(put.status == 200, "\(put.body)")
+            }
+            let bad = try await server.call(
+                "PUT", "/v1/devices/\(tokens[0].hexString)", key: bearer, body: #"{"topic":"\#(topic)","user":"u","time_zone":"Mars/Olympus"}"#
+            )
+            #expect(bad.status == 400, "\(bad.body)")
+            let id = UUID()
+            let created = try await server.call(
+                "POST", "/v1/campaigns", key: bearer,
+                body: #"{"id":"\#(id.uuidString)","topic":"\#(topic)","from_registry":true,"payload":{"aps":{"alert":"Hello"}},"#
+                    + #""localized":{"fr":{"aps":{"alert":"Bonjour"}}},"local_time":"09:00","default_zone":"UTC"}"#
+            )
+            #expect(created.status == 201, "\(created.body)")
+            // Paris and Montreal in French, London and the device without a zone (UTC) in the
+            // fallback; parts by UTC offset.
+            let expected = ["fr.utc+0100", "default.utc+0000", "fr.utc-0500"]
+            let records = try await store.variants(of: id)
+            #expect(Set(records.compactMap(\.variant)) == Set(expected), "\(records.map(\.variant))")
+            #expect(records.reduce(0) { $0 + $1.total } == 4)
+            for record in records { _ = try await store.setState(record.id, to: .cancelled, from: [.running, .pending, .scheduled]) }
         }
         await server.stop()
     }

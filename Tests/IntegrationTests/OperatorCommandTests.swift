@@ -75,7 +75,7 @@ import Testing
         }
     }
 
-    /// `launch --variant` wants NAME=PAYLOAD:WEIGHT, a token file, and no --payload beside it;
+    /// `launch --variant` wants NAME=PAYLOAD:WEIGHT, and no --payload or --localized beside it;
     /// `status` of an id that is neither a campaign nor a split test says so.
     @Test func launchVariantRefusesWhatItCannotSplit() async throws {
         let topic = PostgresFixture.topic("launch-variant")
@@ -94,9 +94,12 @@ import Testing
             #expect(result.status == 64, "\(arguments): \(result.error)")
             #expect(result.error.contains(says), "\(result.error)")
         }
-        let stdin = try await PushFleetProcess.run(["launch", "--topic", topic, "--tokens", "-", "--variant", #"A={"aps":{}}:1"#, "--variant", #"B={"aps":{}}:1"#] + state)
-        #expect(stdin.status == 64)
-        #expect(stdin.error.contains("standard input"), "\(stdin.error)")
+        // Variants have a payload each: localized payloads beside them are refused.
+        let localized = try await PushFleetProcess.run(
+            base + ["--variant", #"A={"aps":{}}:1"#, "--variant", #"B={"aps":{}}:1"#, "--localized", #"fr={"aps":{}}"#] + state
+        )
+        #expect(localized.status == 64)
+        #expect(localized.error.contains("--localized and --variant do not go together"), "\(localized.error)")
         let one = try await PushFleetProcess.run(base + ["--variant", #"A={"aps":{}}:1"#] + state)
         #expect(one.status == 1)
         #expect(one.error.contains("2 to 26 variants"), "\(one.error)")

@@ -106,12 +106,13 @@ struct PipelineFixture {
         return ["--ca", certificates.caCertificate, "--cert", certificates.clientCertificate, "--key", certificates.clientKey]
     }
 
-    /// Runs `pushfleet launch` and returns the campaign id.
-    func launch(_ extra: [String] = [], protocol: String = "binary") async throws -> UUID {
+    /// Runs `pushfleet launch` of the fixture's audience (or of the audience file `audience`) and
+    /// returns the campaign id.
+    func launch(_ extra: [String] = [], protocol: String = "binary", audience: String? = nil) async throws -> UUID {
         let (arguments, environment) = try self.invocation(
-            ["launch", "--topic", self.topic, "--protocol", `protocol`, "--tokens", self.tokenFile]
-                // A split test's variants bring their payloads.
-                + (extra.contains("--variant") ? [] : ["--payload", #"{"aps":{"alert":"叮咚 Ding dong","sound":"default"}}"#])
+            ["launch", "--topic", self.topic, "--protocol", `protocol`, "--tokens", audience ?? self.tokenFile]
+                // A split test's variants bring their payloads, and a test may bring its own.
+                + (extra.contains("--variant") || extra.contains("--payload") ? [] : ["--payload", #"{"aps":{"alert":"叮咚 Ding dong","sound":"default"}}"#])
                 + extra + self.stateArguments
         )
         let result = try await PushFleetProcess.run(arguments, environment: environment)

@@ -45,7 +45,7 @@ extension PipelineTests {
         #expect(variants.map { $0["variant"] as? String } == ["A", "B"])
 
         // Each variant's share, as the split gives it, and what the ledger delivered of it.
-        let splitter = VariantSplit(weights: [70, 30], salt: SplitLauncher.salt(id))
+        let splitter = VariantSplit(weights: [70, 30], salt: SplitTest.salt(id))
         let undeliverable = http2 ? fixture.invalid.union(fixture.unregistered) : fixture.invalid
         var recipients = [0, 0]
         var delivered = [0, 0]

@@ -124,8 +124,20 @@ public func fuzzTestOneInput(_ start: UnsafeRawPointer?, _ count: Int) -> CInt {
             members.append(("rate", .integer(rate)))
         }
         if let at = body.startsAt { members.append(("at", .string(at.formatted(.iso8601)))) }
+        if !body.localized.isEmpty {
+            check(body.variants.isEmpty, "localized payloads beside variants")
+            members.append(("localized", .object(body.localized.map { ($0.locale, reparsed($0.payload)) })))
+        }
+        if let time = body.localTime { members.append(("local_time", .string(time))) }
+        if let zone = body.defaultZone { members.append(("default_zone", .string(zone.identifier))) }
         switch body.audience {
         case .tokens(let tokens): members.append(("tokens", tokenList(tokens)))
+        case .recipients(let recipients):
+            members.append(("recipients", .array(recipients.map { r in
+                .object([("token", .string(r.token.hexString))] + [("locale", r.locale), ("time_zone", r.zone)].compactMap { key, value in
+                    value.map { (key, JSONValue.string($0)) }
+                })
+            })))
         case .registry: members.append(("from_registry", .bool(true)))
         }
         // Times compare as written (as for the device's registered_at).
@@ -142,13 +154,15 @@ public func fuzzTestOneInput(_ start: UnsafeRawPointer?, _ count: Int) -> CInt {
             ("topic", .string(body.topic)), ("environment", .string(body.environment)), ("user", .string(body.user)),
         ]
         if let platform = body.platform { members.append(("platform", .string(platform))) }
+        if let locale = body.locale { members.append(("locale", .string(locale))) }
+        if let zone = body.timeZone { members.append(("time_zone", .string(zone))) }
         if let at = body.registeredAt {
             check(at.timeIntervalSince1970.isFinite, "registered_at \(at)")
             members.append(("registered_at", .string(at.formatted(.iso8601))))
         }
         let decoded = again(members, DeviceBody.init)
         check(decoded?.topic == body.topic && decoded?.user == body.user && decoded?.environment == body.environment
-              && decoded?.platform == body.platform
+              && decoded?.platform == body.platform && decoded?.locale == body.locale && decoded?.timeZone == body.timeZone
               && decoded?.registeredAt?.formatted(.iso8601) == body.registeredAt?.formatted(.iso8601),
               "device: written back, it decodes otherwise: \(describe(input))")
     }

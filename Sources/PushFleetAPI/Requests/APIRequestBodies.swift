@@ -94,6 +94,8 @@ package struct NotifyBody: Equatable {
 package struct CampaignBody: Equatable {
     package enum Audience: Equatable {
         case tokens([DeviceToken])
+        /// `recipients`: tokens with their locale and time zone, for `localized` and `local_time`.
+        case recipients([RecipientBody])
         case registry
     }
 
@@ -108,6 +110,18 @@ package struct CampaignBody: Equatable {
     package var startsAt: Date?
     /// `variants`: a split test's variants, each with its payload (then no `payload`); empty otherwise.
     package var variants: [VariantBody]
+    /// `localized`: a payload per locale (`{"fr": {…}, "pt-BR": {…}}`), `payload` for the others.
+    package var localized: [(locale: String, payload: Payload)]
+    /// `local_time`: `HH:MM`, each recipient's start in its own time zone (checked by the server).
+    package var localTime: String?
+    /// `default_zone`: the time zone of recipients without one.
+    package var defaultZone: TimeZone?
+
+    package static func == (a: Self, b: Self) -> Bool {
+        a.fields == b.fields && a.shardSize == b.shardSize && a.audience == b.audience && a.rateLimit == b.rateLimit
+            && a.startsAt == b.startsAt && a.variants == b.variants && a.localTime == b.localTime && a.defaultZone == b.defaultZone
+            && a.localized.map(\.locale) == b.localized.map(\.locale) && a.localized.map(\.payload) == b.localized.map(\.payload)
+    }
 
     package init(_ body: JSONValue) throws(APIInputError) {
         var variantPayloads: [(name: String, payload: JSONValue, weight: Int)] = []
@@ -140,11 +154,63 @@ package struct CampaignBody: Equatable {
         self.rateLimit = try APIBody.optionalInteger(body, "rate")
         if let rate = self.rateLimit, !(1...100_000_000).contains(rate) { throw APIInputError("\"rate\" is 1 to 100000000 notifications a second") }
         self.startsAt = try APIBody.optionalTime(body, "at")
-        switch (body["tokens"], body["from_registry"]) {
-        case (.array(let list)?, nil), (.array(let list)?, .bool(false)?): self.audience = .tokens(try APIBody.tokens(list))
-        case (nil, .bool(true)?): self.audience = .registry
-        default: throw APIInputError("give \"tokens\" (an array of hex strings) or \"from_registry\": true")
+        self.localized = []
+        switch body["localized"] {
+        case nil, .null?: break
+        case .object(let members)?:
+            guard self.variants.isEmpty else { throw APIInputError("\"localized\" and \"variants\" do not go together: a variant has one payload") }
+            guard !members.isEmpty else { throw APIInputError("\"localized\" names no locale") }
+            for (locale, payload) in members {
+                guard !locale.isEmpty, locale.lowercased() != "default",
+                    locale.allSatisfy({ $0.isASCII && ($0.isLetter || $0.isNumber || $0 == "-" || $0 == "_") })
+                else {
+                    throw APIInputError("\"localized\" has \"\(locale.prefix(40))\", which is not a locale such as fr or pt-BR")
+                }
+                self.localized.append((locale, try NotificationFields.payload(payload, pushType: pushType, name: "\"localized\".\(locale)")))
+            }
+        default: throw APIInputError("\"localized\" must be an object of locales and their payloads, such as {\"fr\": {\"aps\": …}}")
         }
+        self.localTime = try APIBody.optionalString(body, "local_time")
+        if self.localTime != nil, self.startsAt != nil { throw APIInputError("\"at\" and \"local_time\" do not go together") }
+        self.defaultZone = try APIBody.optionalString(body, "default_zone").map { name throws(APIInputError) in
+            guard let zone = TimeZone(identifier: name) else { throw APIInputError("\"default_zone\" is an IANA time zone such as Europe/Paris, not \(name)") }
+            return zone
+        }
+        switch (body["tokens"], body["recipients"], body["from_registry"]) {
+        case (.array(let list)?, nil, nil), (.array(let list)?, nil, .bool(false)?): self.audience = .tokens(try APIBody.tokens(list))
+        case (nil, .array(let list)?, nil), (nil, .array(let list)?, .bool(false)?): self.audience = .recipients(try RecipientBody.list(list))
+        case (nil, nil, .bool(true)?): self.audience = .registry
+        default:
+            throw APIInputError(
+                "give \"tokens\" (an array of hex strings), \"recipients\" (an array of {\"token\", \"locale\", \"time_zone\"}) or \"from_registry\": true"
+            )
+        }
+    }
+}
+
+/// A recipient of `POST /v1/campaigns` with the fields a launch in parts reads:
+/// `{"token": "…", "locale": "fr_FR", "time_zone": "Europe/Paris"}`.
+package struct RecipientBody: Equatable, Sendable {
+    package var token: DeviceToken
+    package var locale: String?
+    package var zone: String?
+
+    static func list(_ list: [JSONValue]) throws(APIInputError) -> [RecipientBody] {
+        var recipients: [RecipientBody] = []
+        recipients.reserveCapacity(list.count)
+        for (offset, item) in list.enumerated() {
+            guard case .object = item, case .string(let hex)? = item["token"] else {
+                throw APIInputError("\"recipients\"[\(offset)] must be an object with a \"token\" string")
+            }
+            do {
+                recipients.append(RecipientBody(
+                    token: try DeviceToken(hex: hex), locale: try APIBody.optionalString(item, "locale"), zone: try APIBody.optionalString(item, "time_zone")
+                ))
+            } catch {
+                throw APIInputError("\"recipients\"[\(offset)]: \(error)")
+            }
+        }
+        return recipients
     }
 }
 
@@ -156,6 +222,10 @@ package struct DeviceBody: Equatable {
     package var platform: String?
     /// When the phone registered; nil: when the request arrives.
     package var registeredAt: Date?
+    /// `locale` and `time_zone`: what localized and local-time campaigns of the registry read;
+    /// nil keeps what the device registered before (checked by the registry).
+    package var locale: String?
+    package var timeZone: String?
 
     package init(_ body: JSONValue) throws(APIInputError) {
         guard case .object = body else { throw APIInputError("the body must be a JSON object") }
@@ -171,6 +241,8 @@ package struct DeviceBody: Equatable {
         self.environment = try APIBody.optionalString(body, "environment") ?? "production"
         self.user = try APIBody.string(body, "user")
         self.platform = try APIBody.optionalString(body, "platform")
+        self.locale = try APIBody.optionalString(body, "locale")
+        self.timeZone = try APIBody.optionalString(body, "time_zone")
     }
 }
 

@@ -180,10 +180,12 @@ struct Campaign: AsyncParsableCommand {
 
         func run() async throws {
             let rate = Int(self.rate)
-            // A split test's rate is shared by its variants as their audiences share its own.
+            // A launch in parts shares its rate between the parts that start together (all of them
+            // but for `--local-time`), as their audiences share their sum.
             func share(_ record: CampaignRecord, of all: [CampaignRecord]) -> Int? {
-                let total = all.reduce(0) { $0 + $1.total }
-                return rate.map { all.count == 1 || total == 0 ? $0 : max(1, Int(Double($0) * Double(record.total) / Double(total))) }
+                let together = all.filter { $0.startsAt == record.startsAt }
+                let total = together.reduce(0) { $0 + $1.total }
+                return rate.map { together.count == 1 || total == 0 ? $0 : max(1, Int(Double($0) * Double(record.total) / Double(total))) }
             }
             try await self.target.changeEach(whenNone: "has not ended") { record, all, store in
                 let limit = share(record, of: all)

@@ -13,6 +13,12 @@ struct Launch: AsyncParsableCommand {
             comments skipped; duplicates are dropped and counted. Every line is checked before \
             anything becomes visible: a bad line fails the launch with its file and line, and nothing \
             is created. Launching again with the same --campaign-id changes nothing.
+
+            An audience may carry fields per recipient: CSV whose first line names the columns \
+            (one of them 'token'), or JSON lines ({"token":"…","locale":"fr","time_zone":"Europe/Paris"}). \
+            --localized picks each recipient's payload by its locale, --local-time its start by its \
+            time zone; the campaign is then launched in parts, one campaign each, under the printed \
+            id, which status and campaign take for all of them.
             """
     )
 
@@ -39,6 +45,21 @@ struct Launch: AsyncParsableCommand {
     @Option(help: "A split test's variant, NAME=PAYLOAD:WEIGHT (PAYLOAD as for --payload: JSON text or @FILE); repeat for each, instead of --payload. Each recipient gets one variant, by its token, in proportion to the weights; `status` of the printed id counts each variant.")
     var variant: [String] = []
 
+    @Option(help: "A payload for recipients of a locale, LOCALE=PAYLOAD (PAYLOAD as for --payload); repeat for each locale. A recipient gets the payload of its locale (fr_CA, then fr), else --payload.")
+    var localized: [String] = []
+
+    @Option(help: "The audience field that holds a recipient's locale.")
+    var localeField = "locale"
+
+    @Option(help: "Deliver to each recipient at this time (HH:MM) of its own time zone: the first such time from now, so the campaign rolls across the world over the next 24 hours.")
+    var localTime: String?
+
+    @Option(help: "The audience field that holds a recipient's time zone (an IANA name such as Europe/Paris).")
+    var zoneField = "time_zone"
+
+    @Option(help: "The time zone of recipients whose audience line names none (with --local-time). Default: such a recipient fails the launch.")
+    var defaultZone: String?
+
     @Flag(help: "Print a JSON object instead of the id.")
     var json = false
 
@@ -55,12 +76,23 @@ struct Launch: AsyncParsableCommand {
         if let rate = self.rate, !Launcher.rateLimits.contains(rate) {
             throw ValidationError("--rate is 1 to 100000000 notifications a second, not \(rate)")
         }
+        guard self.localized.isEmpty || self.variant.isEmpty else {
+            throw ValidationError("--localized and --variant do not go together: a split test's variants have one payload each")
+        }
+        if !self.localized.isEmpty, self.notification.payload == nil {
+            throw ValidationError("--localized needs --payload too: the payload of recipients of every other locale")
+        }
         guard (self.notification.payload == nil) != self.variant.isEmpty else {
             throw ValidationError("Give --payload, or a --variant for each variant of a split test (one of them).")
         }
-        if !self.variant.isEmpty {
-            guard self.tokens != "-" else { throw ValidationError("a split test reads its audience more than once: give a --tokens file, not standard input") }
-            for text in self.variant { _ = try Self.parseVariant(text) }
+        for text in self.variant { _ = try Self.parseVariant(text) }
+        for text in self.localized { _ = try Self.parseLocalized(text) }
+        if let time = self.localTime {
+            guard LocalTimePlanner(time, now: Date()) != nil else { throw ValidationError("--local-time is HH:MM, 00:00 to 23:59, not \"\(time)\"") }
+            guard self.at == nil else { throw ValidationError("--at and --local-time do not go together: give one start, or one per time zone") }
+        }
+        if let zone = self.defaultZone, TimeZone(identifier: zone) == nil {
+            throw ValidationError("--default-zone is an IANA time zone such as Europe/Paris, not \"\(zone)\"")
         }
     }
 
@@ -70,7 +102,7 @@ struct Launch: AsyncParsableCommand {
         let logger = makeLogger("pushfleet.launch")
         let variants = try self.variant.map { text in
             let (name, payload, weight) = try Self.parseVariant(text)
-            return SplitLauncher.Variant(
+            return SplitTest.Variant(
                 name: name, payload: try PayloadOption.load(payload, format: n.payloadFormat, option: "--variant \(name)"), weight: weight
             )
         }
@@ -82,26 +114,26 @@ struct Launch: AsyncParsableCommand {
         )
         request.rateLimit = self.rate
         request.startsAt = self.at.flatMap(Self.parseTime)
-        if !variants.isEmpty {
-            // The split test's id before its variants are launched: one that dies half way is
-            // finished by launching again with it.
-            let id = request.id ?? UUID()
-            request.id = id
+        if let plan = try self.plan(variants: variants, request: &request) {
+            // The launch's id before its parts are launched: one that dies half way is finished by
+            // launching again with it.
+            let id = request.id!
             if self.campaignId == nil {
-                writeStandardError("split test \(id.uuidString.lowercased()): if this launch is interrupted, run it again with --campaign-id \(id.uuidString.lowercased())\n")
+                writeStandardError("launch \(id.uuidString.lowercased()): if it is interrupted, run it again with --campaign-id \(id.uuidString.lowercased())\n")
             }
             let result = try await self.state.withState(logger: logger) { queue, store in
-                let launcher = SplitLauncher(launcher: Launcher(queue: queue, store: store))
+                let launcher = PartitionedLauncher(launcher: Launcher(queue: queue, store: store))
                 if let path = self.tokens {
-                    return try await launcher.launch(request, variants: variants) {
-                        FileTokenSource(reader: try TokenFileReader(path: path), requiredSize: request.requiredTokenSize)
-                    }
+                    // A CSV audience must have the columns the plan reads.
+                    let required = (self.localized.isEmpty ? [] : [self.localeField]) + (self.localTime == nil ? [] : [self.zoneField])
+                    let reader = try TokenFileReader(path: path, fields: [self.localeField, self.zoneField], required: Set(required))
+                    var source = FilePlannedTokenSource(FileTokenSource(reader: reader, requiredSize: request.requiredTokenSize), plan: plan)
+                    return try await launcher.launch(request, recipients: &source)
                 }
-                return try await launcher.launch(request, variants: variants) {
-                    RegistryTokenSource(store: store, topic: n.topic, environment: n.environment)
-                }
+                var source = RegistryPlannedTokenSource(store: store, topic: n.topic, environment: n.environment, plan: plan)
+                return try await launcher.launch(request, recipients: &source)
             }
-            self.print(result)
+            self.print(result, variants: variants)
             return
         }
         let reader = try self.tokens.map { try TokenFileReader(path: $0) }
@@ -122,20 +154,61 @@ struct Launch: AsyncParsableCommand {
         }
     }
 
-    private func print(_ result: SplitLauncher.Result) {
+    /// The plan of a launch in parts (a split test, localized payloads, local time), with the
+    /// launch's id set in `request`; nil for a launch of one campaign.
+    private func plan(variants: [SplitTest.Variant], request: inout Launcher.Request) throws -> LaunchPlan? {
+        guard !variants.isEmpty || !self.localized.isEmpty || self.localTime != nil else { return nil }
+        let id = request.id ?? UUID()
+        request.id = id
+        let payloads: LaunchPlan.Payloads
+        if !variants.isEmpty {
+            payloads = try SplitTest.payloads(variants, id: id)
+        } else if !self.localized.isEmpty {
+            let format = self.notification.payloadFormat
+            let locales = try self.localized.map(Self.parseLocalized)
+            guard Set(locales.map { LocaleChooser.normalized($0.locale) }).count == locales.count else {
+                throw CLIError("two --localized payloads are for the same locale")
+            }
+            payloads = .localized(
+                LocaleChooser(locales: locales.map(\.locale)),
+                payloads: try locales.map { try PayloadOption.load($0.payload, format: format, option: "--localized \($0.locale)") },
+                fallback: request.payload
+            )
+        } else {
+            payloads = .one(request.payload)
+        }
+        return LaunchPlan(
+            payloads: payloads, localTime: self.localTime.flatMap { LocalTimePlanner($0, now: Date()) },
+            defaultZone: self.defaultZone.flatMap(TimeZone.init(identifier:))
+        )
+    }
+
+    private func print(_ result: PartitionedLauncher.Result, variants: [SplitTest.Variant]) {
         let id = result.id.uuidString.lowercased()
         if self.json {
-            let variants = result.variants.map { v in
-                #"{"name":\#(StatusReport.quote(v.name)),"id":"\#(v.launch.id.uuidString.lowercased())","weight":\#(v.weight),"total":\#(v.launch.total),"created":\#(v.launch.created)}"#
-            }
-            Swift.print(#"{"id":"\#(id)","total":\#(result.total),"created":\#(result.created),"variants":[\#(variants.joined(separator: ","))]}"#)
+            Swift.print(#"{"id":"\#(id)","total":\#(result.total),"created":\#(result.created),"variants":\#(result.partsJSON(variants: variants))}"#)
         } else {
-            if !result.created { writeStandardError("split test \(id) exists already; nothing changed\n") }
-            for v in result.variants {
-                writeStandardError("variant \(v.name): campaign \(v.launch.id.uuidString.lowercased()), \(v.launch.total) tokens\n")
+            if !result.created { writeStandardError("launch \(id) exists already; nothing changed\n") }
+            for p in result.parts {
+                let start = p.part.startsAt.map { ", starts \(StatusReport.timestamp($0))" } ?? ""
+                writeStandardError("part \(p.part.name): campaign \(p.launch.id.uuidString.lowercased()), \(p.launch.total) tokens\(start)\n")
             }
             Swift.print(id)
         }
+    }
+
+    /// `LOCALE=PAYLOAD`.
+    static func parseLocalized(_ text: String) throws -> (locale: String, payload: String) {
+        guard let equals = text.firstIndex(of: "="), equals != text.startIndex,
+            text[..<equals].allSatisfy({ $0.isASCII && ($0.isLetter || $0.isNumber || $0 == "-" || $0 == "_") })
+        else {
+            throw ValidationError("--localized is LOCALE=PAYLOAD (a locale such as fr or pt-BR; PAYLOAD JSON text or @FILE), such as fr=@fr.json, not \"\(text)\"")
+        }
+        let locale = String(text[..<equals])
+        guard LocaleChooser.normalized(locale) != LaunchPlan.fallbackName else {
+            throw ValidationError("--localized cannot name the locale \"\(locale)\": '\(LaunchPlan.fallbackName)' is the part of --payload's recipients")
+        }
+        return (locale, String(text[text.index(after: equals)...]))
     }
 
     /// `NAME=PAYLOAD:WEIGHT`, the weight after the last colon (a JSON payload has colons of its own).

@@ -55,15 +55,16 @@ struct Status: AsyncParsableCommand {
         }
     }
 
-    /// The status of a split test (`launch --variant`): its variants side by side.
+    /// The status of a launch in parts (`launch --variant`, `--localized`, `--local-time`): its
+    /// parts side by side.
     private func splitTest(_ id: UUID, store: CampaignStore) async throws {
         var variants = try await store.variants(of: id)
-        guard !variants.isEmpty else { throw CLIError("no campaign \(self.campaignID) (nor a split test of that id)") }
+        guard !variants.isEmpty else { throw CLIError("no campaign \(self.campaignID) (nor a split test or other launch in parts of that id)") }
         var report = SplitReport(id: id, variants: variants)
         if self.watch {
             let bar = ProgressBar(total: report.total)
             while !report.state.isFinal {
-                bar.draw(done: report.accepted + report.rejected.values.reduce(0, +), detail: "\(report.state.rawValue)  \(variants.count) variants")
+                bar.draw(done: report.accepted + report.rejected.values.reduce(0, +), detail: "\(report.state.rawValue)  \(variants.count) parts")
                 try await Task.sleep(for: .milliseconds(500))
                 variants = try await store.variants(of: id)
                 report = SplitReport(id: id, variants: variants)

@@ -56,3 +56,24 @@ struct FileProgress {
         if ended { self.bar.finish() }
     }
 }
+
+/// A token file with fields per recipient (or without: then every recipient has none) planned by
+/// its tokens, locales and time zones (the reader's first two fields); errors name the file and line.
+struct FilePlannedTokenSource: PlannedTokenSource {
+    var tokens: FileTokenSource
+    private(set) var plan: LaunchPlan
+
+    init(_ tokens: FileTokenSource, plan: LaunchPlan) {
+        self.tokens = tokens
+        self.plan = plan
+    }
+
+    mutating func next(upTo maximum: Int) async throws -> [(token: DeviceToken, part: Int)] {
+        let batch = try await self.tokens.next(upTo: maximum)
+        let reader = self.tokens.reader
+        let recipients = batch.enumerated().map { index, token in (token, reader.batchValues[index][0], reader.batchValues[index][1]) }
+        return try self.plan.parts(of: recipients) { index, error in
+            CLIError("\(reader.path):\(reader.lineOf(tokenAtBatchIndex: index)): \(error)")
+        }
+    }
+}

@@ -5,8 +5,27 @@ import PushFleetCore
 
 /// Reads a token file in batches without holding it in memory: one token per line in hex, spaces
 /// inside a token allowed, blank lines and `#` comments skipped. `-` reads standard input.
+///
+/// An audience with fields per recipient is read too, told apart by its first line: CSV whose first
+/// line is a header naming the columns (one of them `token`), or JSON lines (each an object with a
+/// `"token"` member; see ``AudienceLine``). ``fields`` names the fields wanted; their values for each
+/// token of the last batch are in ``batchValues`` (nil where a recipient has none, and always for a
+/// plain token file).
 final class TokenFileReader {
     let path: String
+    /// The fields whose values ``batchValues`` holds, in this order.
+    let fields: [String]
+    /// What the file turned out to be, from its first line that is not blank or a comment.
+    private enum Layout {
+        case undecided
+        case tokens
+        /// The column of the token, and of each of ``fields`` (nil: the file has no such column).
+        case csv(token: Int, fields: [Int?])
+        case jsonLines
+    }
+    private var layout = Layout.undecided
+    /// The values of ``fields`` for each token of the last batch, in order.
+    private(set) var batchValues: [[String?]] = []
     private let file: UnsafeMutablePointer<FILE>
     private var line: UnsafeMutablePointer<CChar>? = nil
     private var capacity = 0
@@ -17,8 +36,13 @@ final class TokenFileReader {
     let size: Int?
 
     /// - Throws: ``CLIError`` if the file cannot be opened.
-    init(path: String) throws {
+    /// Fields a CSV header must name (a JSON line may lack any).
+    let required: Set<String>
+
+    init(path: String, fields: [String] = [], required: Set<String> = []) throws {
         self.path = path
+        self.fields = fields
+        self.required = required
         if path == "-" {
             guard let standardInput = fdopen(STDIN_FILENO, "r") else {
                 throw CLIError("cannot read standard input: \(String(cString: strerror(errno)))")
@@ -52,6 +76,7 @@ final class TokenFileReader {
         var tokens: [DeviceToken] = []
         tokens.reserveCapacity(min(maximum, 4096))
         self.batchLines.removeAll(keepingCapacity: true)
+        self.batchValues.removeAll(keepingCapacity: true)
         while tokens.count < maximum {
             let length = getline(&self.line, &self.capacity, self.file)
             if length < 0 {
@@ -64,10 +89,33 @@ final class TokenFileReader {
             var end = bytes.endIndex
             while end > bytes.startIndex, Self.isSpace(bytes[end - 1]) { end -= 1 }
             var start = bytes.startIndex
+            // A byte-order mark (spreadsheets write one) before the first line.
+            if self.lineNumber == 1, end - start >= 3, bytes[start] == 0xEF, bytes[start + 1] == 0xBB, bytes[start + 2] == 0xBF { start += 3 }
             while start < end, Self.isSpace(bytes[start]) { start += 1 }
             if start == end || bytes[start] == UInt8(ascii: "#") { continue }
+            let text = UnsafeRawBufferPointer(rebasing: bytes[start..<end])
             do {
-                tokens.append(try DeviceToken(hexUTF8: UnsafeRawBufferPointer(rebasing: bytes[start..<end])))
+                if case .undecided = self.layout, try self.decideLayout(text) { continue }
+                switch self.layout {
+                case .undecided, .tokens:
+                    tokens.append(try DeviceToken(hexUTF8: text))
+                    if !self.fields.isEmpty { self.batchValues.append(Array(repeating: nil, count: self.fields.count)) }
+                case .csv(let tokenColumn, let fieldColumns):
+                    let values = try AudienceLine.csvFields(text)
+                    guard tokenColumn < values.count else {
+                        throw AudienceLineError("\(values.count) fields, and no token (column \(tokenColumn + 1) of the header)")
+                    }
+                    tokens.append(try DeviceToken(hex: values[tokenColumn]))
+                    if !self.fields.isEmpty {
+                        self.batchValues.append(fieldColumns.map { column in
+                            column.flatMap { $0 < values.count && !values[$0].isEmpty ? values[$0] : nil }
+                        })
+                    }
+                case .jsonLines:
+                    let (token, values) = try AudienceLine.jsonFields(text, names: self.fields)
+                    tokens.append(try DeviceToken(hex: token))
+                    if !self.fields.isEmpty { self.batchValues.append(values) }
+                }
                 self.batchLines.append(self.lineNumber)
             } catch {
                 throw CLIError("\(self.path):\(self.lineNumber): \(error)")
@@ -84,6 +132,31 @@ final class TokenFileReader {
             if batch.isEmpty { return all }
             all += batch
         }
+    }
+
+    /// Decides the layout from the first line that is not blank or a comment; true when that line
+    /// was a CSV header (and so holds no token).
+    private func decideLayout(_ line: UnsafeRawBufferPointer) throws(AudienceLineError) -> Bool {
+        if line.first == UInt8(ascii: "{") {
+            self.layout = .jsonLines
+            return false
+        }
+        // A header of one column, `token`, has no comma.
+        guard line.contains(UInt8(ascii: ",")) || String(decoding: line, as: UTF8.self).lowercased() == "token" else {
+            self.layout = .tokens
+            return false
+        }
+        let columns = try AudienceLine.csvFields(line).map { $0.lowercased() }
+        guard let token = columns.firstIndex(of: "token") else {
+            throw AudienceLineError(
+                "a CSV audience starts with a header line naming its columns, one of them \"token\" (this one names \(columns.joined(separator: ", ")))"
+            )
+        }
+        if let missing = self.fields.first(where: { self.required.contains($0) && !columns.contains($0.lowercased()) }) {
+            throw AudienceLineError("the header names no column \"\(missing)\" (it names \(columns.joined(separator: ", "))), which this launch reads")
+        }
+        self.layout = .csv(token: token, fields: self.fields.map { columns.firstIndex(of: $0.lowercased()) })
+        return true
     }
 
     private static func isSpace(_ byte: UInt8) -> Bool { byte == 0x20 || byte == 0x09 || byte == 0x0A || byte == 0x0D }

@@ -1,0 +1,231 @@
+public import Foundation
+public import PushFleetCore
+public import PushFleetPostgres
+
+/// Launches a campaign in parts (``LaunchPlan``): one campaign per part, each an ordinary campaign
+/// (its own queue, counts, guarantees and `status`), under the launch's id, which `status`,
+/// `campaign pause|resume|cancel|set-rate` and the API take for all of them at once.
+///
+/// The audience is read once: every token is checked, duplicates are dropped (the first line of a
+/// token decides its part, so no one gets two; a duplicate is counted with the part its own line
+/// names), and each part's recipients are set aside in a temporary file (``AudienceSpill``),
+/// before anything is created. A local-time part whose start passed while the audience was read
+/// starts at once. A bad line, or a split test's variant
+/// that would get no one, fails the launch and creates nothing. Then each part is launched from its
+/// file. The parts' ids follow from the launch's id and their names, so launching again with the
+/// same id changes nothing, or finishes what a launch that died left undone.
+public struct PartitionedLauncher: Sendable {
+    public struct Result: Sendable, Hashable {
+        /// The launch's id.
+        public var id: UUID
+        /// Each part's campaign, in order of start, then as the plan made them.
+        public var parts: [PartResult]
+        /// Whether any part's campaign was created now.
+        public var created: Bool { self.parts.contains { $0.launch.created } }
+        public var total: Int { self.parts.reduce(0) { $0 + $1.launch.total } }
+
+        /// The parts as a JSON array, as `launch --json` and `POST /v1/campaigns` print them: each
+        /// part's name, campaign id, weight (a split test's variants), total, start (local time)
+        /// and whether it was created now.
+        public func partsJSON(variants: [SplitTest.Variant]) -> String {
+            let parts = self.parts.map { p in
+                let weight = variants.first { $0.name == p.part.payloadName }.map { #","weight":\#($0.weight)"# } ?? ""
+                let start = p.part.startsAt.map { #","starts_at":\#(StatusReport.quote(StatusReport.timestamp($0)))"# } ?? ""
+                return #"{"name":\#(StatusReport.quote(p.part.name)),"id":"\#(p.launch.id.uuidString.lowercased())"\#(weight),"#
+                    + #""total":\#(p.launch.total)\#(start),"created":\#(p.launch.created)}"#
+            }
+            return "[" + parts.joined(separator: ",") + "]"
+        }
+    }
+
+    public struct PartResult: Sendable, Hashable {
+        public var part: LaunchPart
+        public var launch: Launcher.Result
+    }
+
+    public let launcher: Launcher
+
+    public init(launcher: Launcher) { self.launcher = launcher }
+
+    /// Launches the parts. `request` is the common part: its id, if any, is the launch's; its
+    /// payload and start are the parts'; a rate limit is shared between parts that start together,
+    /// in proportion to their recipients.
+    /// - Throws: ``LaunchError`` for a bad token, an empty audience or a variant without
+    ///   recipients; nothing is created then. Errors of Redis and Postgres as they come (launch
+    ///   again with the same id to finish).
+    public func launch(_ request: Launcher.Request, recipients: inout some PlannedTokenSource) async throws -> Result {
+        let id = request.id ?? UUID()
+        let spill = try AudienceSpill()
+        var counts: [Int] = []
+        var duplicates: [Int] = []
+        var seen = TokenFingerprintSet()
+        while true {
+            let batch = try await recipients.next(upTo: 4_096)
+            if batch.isEmpty { break }
+            for (token, part) in batch {
+                if let required = request.requiredTokenSize, token.count != required {
+                    throw LaunchError.wrongTokenSize(token.count, required: required)
+                }
+                while counts.count <= part {
+                    counts.append(0)
+                    duplicates.append(0)
+                }
+                guard seen.insert(token) else {
+                    duplicates[part] += 1
+                    continue
+                }
+                counts[part] += 1
+                try spill.append(token, to: part)
+            }
+        }
+        try spill.finish()
+        let plan = recipients.plan
+        let parts = plan.parts
+        guard counts.reduce(0, +) > 0 else { throw LaunchError.emptyAudience() }
+        for name in plan.requiredPayloadNames where !parts.indices.contains(where: { parts[$0].payloadName == name && counts[$0] > 0 }) {
+            throw LaunchError.emptyVariant(name, audience: counts.reduce(0, +))
+        }
+        // Launched before: only the same parts and audience may finish it (others would give
+        // some recipients a second part).
+        if request.id != nil {
+            for record in try await self.launcher.store.variants(of: id) {
+                guard let index = parts.firstIndex(where: { $0.name == record.variant }),
+                    record.total + record.duplicatesDropped == counts[index] + duplicates[index]
+                else {
+                    throw LaunchError.splitDiffers(id, variant: record.variant ?? "?")
+                }
+            }
+        }
+        // Parts that start together share the rate limit.
+        var startingTogether: [Date?: Int] = [:]
+        for (index, part) in parts.enumerated() { startingTogether[part.startsAt, default: 0] += counts[index] }
+        let order = parts.indices.sorted { a, b in
+            (parts[a].startsAt ?? .distantPast, a) < (parts[b].startsAt ?? .distantPast, b)
+        }
+        var results: [PartResult] = []
+        for index in order where counts[index] > 0 {
+            let part = parts[index]
+            var child = request
+            child.id = Self.campaignID(launch: id, part: part.name)
+            child.payload = part.payload
+            child.split = SplitMembership(id: id, variant: part.name)
+            // A local-time part whose start passed while the audience was read starts at once.
+            child.startsAt = part.startsAt.map { $0 > Date() ? $0 : nil } ?? request.startsAt
+            child.duplicatesDroppedEarlier = duplicates[index]
+            child.rateLimit = request.rateLimit.map { max(1, Int(Int64($0) * Int64(counts[index]) / Int64(startingTogether[part.startsAt] ?? 1))) }
+            var source = spill.tokens(of: index)
+            results.append(PartResult(part: part, launch: try await self.launcher.launch(child, tokens: &source)))
+        }
+        return Result(id: id, parts: results)
+    }
+
+    /// A part's campaign id, from the launch's id and the part's name: the same every time.
+    public static func campaignID(launch: UUID, part: String) -> UUID {
+        let source = withUnsafeBytes(of: launch.uuid) { Array($0) } + Array(part.utf8)
+        var bytes = [UInt8](repeating: 0, count: 16)
+        for half in 0..<2 {
+            // FNV-1a over the launch's id and the name, a different start for each half.
+            var hash: UInt64 = 0xcbf2_9ce4_8422_2325 ^ UInt64(half)
+            for byte in source { hash = (hash ^ UInt64(byte)) &* 0x0000_0100_0000_01B3 }
+            hash = TokenFingerprint.mix(hash)
+            withUnsafeBytes(of: hash.bigEndian) { for (offset, byte) in $0.enumerated() { bytes[half * 8 + offset] = byte } }
+        }
+        bytes[6] = (bytes[6] & 0x0F) | 0x80  // version 8: a name-derived id of PushFleet's own
+        bytes[8] = (bytes[8] & 0x3F) | 0x80  // RFC 9562 variant
+        return UUID(uuid: (bytes[0], bytes[1], bytes[2], bytes[3], bytes[4], bytes[5], bytes[6], bytes[7],
+                           bytes[8], bytes[9], bytes[10], bytes[11], bytes[12], bytes[13], bytes[14], bytes[15]))
+    }
+}
+
+/// Each part's recipients while a launch in parts creates its campaigns, in one temporary file:
+/// chunks of about 16 KiB of one part's recipients each (a byte of length, then the token's
+/// bytes), written as a part's buffer fills. One descriptor whatever the number of parts, and the
+/// file is unlinked as soon as it is made, so nothing is left behind however the launch ends.
+final class AudienceSpill {
+    private let descriptor: Int32
+    private let directory: String
+    private var end: Int64 = 0
+    private var buffers: [[UInt8]] = []
+    private var chunks: [[(offset: Int64, count: Int)]] = []
+
+    static let chunkSize = 16 * 1024
+
+    init() throws {
+        self.directory = NSTemporaryDirectory()
+        var template = Array((self.directory + "/pushfleet-launch.XXXXXX").utf8CString)
+        let descriptor = mkstemp(&template)
+        guard descriptor >= 0 else { throw Self.failure("create", in: self.directory) }
+        unlink(template)
+        self.descriptor = descriptor
+    }
+
+    deinit { close(self.descriptor) }
+
+    func append(_ token: DeviceToken, to part: Int) throws {
+        while self.buffers.count <= part {
+            self.buffers.append([])
+            self.chunks.append([])
+        }
+        self.buffers[part].append(UInt8(token.count))
+        token.withUnsafeBytes { self.buffers[part].append(contentsOf: $0) }
+        if self.buffers[part].count >= Self.chunkSize { try self.flush(part) }
+    }
+
+    /// Writes what the buffers hold: call once, after the last ``append(_:to:)``.
+    func finish() throws {
+        for part in self.buffers.indices where !self.buffers[part].isEmpty { try self.flush(part) }
+    }
+
+    private func flush(_ part: Int) throws {
+        let count = self.buffers[part].count
+        let written = self.buffers[part].withUnsafeBytes { pwrite(self.descriptor, $0.baseAddress, count, off_t(self.end)) }
+        guard written == count else { throw Self.failure("write", in: self.directory) }
+        self.chunks[part].append((self.end, count))
+        self.end += Int64(count)
+        self.buffers[part].removeAll(keepingCapacity: true)
+    }
+
+    /// Part `part`'s recipients, in the order appended.
+    func tokens(of part: Int) -> SpilledTokens {
+        SpilledTokens(spill: self, chunks: self.chunks.indices.contains(part) ? self.chunks[part] : [])
+    }
+
+    fileprivate func read(_ chunk: (offset: Int64, count: Int)) throws -> [UInt8] {
+        var bytes = [UInt8](repeating: 0, count: chunk.count)
+        let read = bytes.withUnsafeMutableBytes { pread(self.descriptor, $0.baseAddress, chunk.count, off_t(chunk.offset)) }
+        guard read == chunk.count else { throw Self.failure("read", in: self.directory) }
+        return bytes
+    }
+
+    private static func failure(_ verb: String, in directory: String) -> LaunchError {
+        LaunchError(message: "cannot \(verb) the launch's temporary file in \(directory): \(String(cString: strerror(errno)))")
+    }
+}
+
+/// The recipients ``AudienceSpill`` keeps for one part, read back in order.
+struct SpilledTokens: TokenSource {
+    let spill: AudienceSpill
+    let chunks: [(offset: Int64, count: Int)]
+    private var next = 0
+
+    init(spill: AudienceSpill, chunks: [(offset: Int64, count: Int)]) {
+        self.spill = spill
+        self.chunks = chunks
+    }
+
+    mutating func next(upTo maximum: Int) async throws -> [DeviceToken] {
+        var tokens: [DeviceToken] = []
+        // Whole chunks (a chunk holds some hundreds of tokens): a little over `maximum` at most.
+        while tokens.count < maximum, self.next < self.chunks.count {
+            let bytes = try self.spill.read(self.chunks[self.next])
+            self.next += 1
+            var index = 0
+            while index < bytes.count {
+                let length = Int(bytes[index])
+                tokens.append(try DeviceToken(bytes: bytes[(index + 1)..<(index + 1 + length)]))
+                index += 1 + length
+            }
+        }
+        return tokens
+    }
+}
