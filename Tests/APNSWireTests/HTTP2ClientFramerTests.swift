@@ -138,6 +138,29 @@ import Testing
         #expect(connection.framer.sendWindow == 65_535 - 80)
     }
 
+    /// A personalized campaign's requests share the template's header block, without
+    /// `content-length`, and each carries its own body.
+    @Test func eachRecipientsBodyGoesWithItsOwnRequest() throws {
+        var connection = try Connection.started()
+        let template = HTTP2NotificationTemplate.perRecipient(topic: "com.example.app")
+        #expect(template.isPerRecipient && template.payload.readableBytes == 0)
+        let bodies = [#"{"aps":{"alert":"Hi Ann"}}"#, #"{"aps":{"alert":"Hi Bartholomew"}}"#]
+        for (offset, body) in bodies.enumerated() {
+            let notification = HTTP2Notification(token: Self.token, template: template, body: ByteBuffer(string: body))
+            connection.framer.writeRequest(streamID: Int32(2 * offset + 1), notification: notification, authorization: nil)
+        }
+        let frames = connection.written()
+        #expect(frames.map(\.type) == [0x1, 0x0, 0x1, 0x0])
+        #expect(frames[1].payload == Array(bodies[0].utf8) && frames[3].payload == Array(bodies[1].utf8))
+        #expect(frames[2].payload.count < 100, "the second block names the shared fields by index")
+        for headers in [frames[0], frames[2]] {
+            var block = ByteBuffer(bytes: headers.payload)
+            let decoded = try connection.serverDecoder.decodeHeaders(from: &block)
+            #expect(decoded["apns-topic"] == ["com.example.app"] && decoded["content-length"] == [])
+        }
+        #expect(connection.framer.sendWindow == 65_535 - bodies.reduce(0) { $0 + $1.utf8.count })
+    }
+
     @Test func aHeaderBlockLargerThanAFrameGoesOnInContinuationFrames() throws {
         var connection = try Connection.started()
         connection.serverDecoder.maxHeaderListSize = 1 << 20

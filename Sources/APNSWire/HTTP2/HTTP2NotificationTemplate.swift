@@ -3,7 +3,10 @@ public import NIOHPACK
 public import PushFleetCore
 
 /// What every notification of one campaign shares on HTTP/2: the topic, the `apns-*` headers and the
-/// payload. Built once per campaign; every ``HTTP2Notification`` holds a reference to it.
+/// payload. Built once per campaign; every ``HTTP2Notification`` holds a reference to it. A
+/// personalized campaign's template (``perRecipient(topic:pushType:priority:expiration:collapseID:)``)
+/// has no payload: each notification carries its own body, and `content-length` is left out (it is
+/// optional in HTTP/2, where the DATA frames end the body).
 ///
 /// The stable request headers are prepared here once, in the order they go on the wire, so that
 /// HPACK indexes them: after the first request on a connection each costs one byte. Only `:path`
@@ -16,11 +19,12 @@ public struct HTTP2NotificationTemplate: Hashable, Sendable {
         let priority: Int
         let expiration: Int64?
         let collapseID: String?
-        let payload: ByteBuffer
+        /// Nil when each notification carries its own body.
+        let payload: ByteBuffer?
         let pseudoHeaders: HPACKHeaders
         let headers: HPACKHeaders
 
-        init(topic: String, pushType: String, priority: Int, expiration: Int64?, collapseID: String?, payload: ByteBuffer) {
+        init(topic: String, pushType: String, priority: Int, expiration: Int64?, collapseID: String?, payload: ByteBuffer?) {
             self.topic = topic
             self.pushType = pushType
             self.priority = priority
@@ -34,7 +38,7 @@ public struct HTTP2NotificationTemplate: Hashable, Sendable {
             headers.add(name: "apns-priority", value: String(priority))
             if let expiration { headers.add(name: "apns-expiration", value: String(expiration)) }
             if let collapseID { headers.add(name: "apns-collapse-id", value: collapseID) }
-            headers.add(name: "content-length", value: String(payload.readableBytes))
+            if let payload { headers.add(name: "content-length", value: String(payload.readableBytes)) }
             self.headers = headers
         }
     }
@@ -53,6 +57,14 @@ public struct HTTP2NotificationTemplate: Hashable, Sendable {
         self.storage = Storage(topic: topic, pushType: pushType, priority: priority, expiration: expiration, collapseID: collapseID, payload: payload)
     }
 
+    /// The template of a personalized campaign: every ``HTTP2Notification`` made with it carries its
+    /// own ``HTTP2Notification/body``.
+    public static func perRecipient(topic: String, pushType: String = "alert", priority: Int = 10, expiration: Int64? = nil, collapseID: String? = nil) -> Self {
+        Self(storage: Storage(topic: topic, pushType: pushType, priority: priority, expiration: expiration, collapseID: collapseID, payload: nil))
+    }
+
+    private init(storage: Storage) { self.storage = storage }
+
     /// The same with a checked ``Payload``.
     public init(topic: String, pushType: String = "alert", priority: Int = 10, expiration: Int64? = nil, collapseID: String? = nil, payload: Payload) {
         self.init(
@@ -66,8 +78,11 @@ public struct HTTP2NotificationTemplate: Hashable, Sendable {
     public var priority: Int { self.storage.priority }
     public var expiration: Int64? { self.storage.expiration }
     public var collapseID: String? { self.storage.collapseID }
-    /// The payload; a copy shares the bytes (writing it as a DATA frame copies nothing).
-    public var payload: ByteBuffer { self.storage.payload }
+    /// The payload; a copy shares the bytes (writing it as a DATA frame copies nothing). Empty for
+    /// a template ``perRecipient(topic:pushType:priority:expiration:collapseID:)``.
+    public var payload: ByteBuffer { self.storage.payload ?? ByteBuffer() }
+    /// Whether each notification carries its own body (``HTTP2Notification/body``).
+    public var isPerRecipient: Bool { self.storage.payload == nil }
     /// `:method` and `:scheme`; a request adds `:path` (see ``path(for:)``) and `:authority`.
     public var pseudoHeaders: HPACKHeaders { self.storage.pseudoHeaders }
     /// The regular headers every request of the campaign carries (`apns-*`, `content-length`);
@@ -104,14 +119,22 @@ let hexDigits: [UInt8] = Array("0123456789abcdef".utf8)
 
 /// One notification for the HTTP/2 provider API, as a sender holds it: the token, the campaign's
 /// template (shared by reference), and `tag`, the caller's own reference that never goes on the wire.
+/// A personalized campaign's notification also carries its own rendered `body`.
 public struct HTTP2Notification: Hashable, Sendable {
     public var token: DeviceToken
     public var tag: UInt64
     public var template: HTTP2NotificationTemplate
+    /// This recipient's payload, for a template ``HTTP2NotificationTemplate/isPerRecipient``; nil
+    /// sends the template's.
+    public var body: ByteBuffer?
 
-    public init(token: DeviceToken, tag: UInt64 = 0, template: HTTP2NotificationTemplate) {
+    public init(token: DeviceToken, tag: UInt64 = 0, template: HTTP2NotificationTemplate, body: ByteBuffer? = nil) {
         self.token = token
         self.tag = tag
         self.template = template
+        self.body = body
     }
+
+    /// The bytes the request's DATA carries.
+    public var payload: ByteBuffer { self.body ?? self.template.payload }
 }

@@ -109,7 +109,7 @@ public struct HTTP2ClientFramer {
         } else {
             Self.splitHeaderBlock(of: streamID, at: start, maxFrameSize: maxFrameSize, in: &output)
         }
-        let payload = notification.template.payload
+        let payload = notification.payload
         if self.blocked.isEmpty, payload.readableBytes <= min(self.sendWindow, self.initialStreamWindow, maxFrameSize) {
             self.blocked.connectionWindow -= payload.readableBytes
             HTTP2Wire.writeFrameHeader(
