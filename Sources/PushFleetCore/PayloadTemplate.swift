@@ -121,6 +121,98 @@ public struct PayloadTemplate: Sendable, Hashable {
         return size
     }
 
+    // MARK: - Packed values: what a shard stores per recipient
+
+    /// A recipient's values of ``fields`` as a shard stores them: per field, in order, the value
+    /// already JSON-escaped, after its length as an unsigned LEB128 (one byte below 128); an empty
+    /// value (length 0) stands for none. Rendering from it only copies bytes.
+    public func pack(_ values: [String?]) -> [UInt8] {
+        var packed: [UInt8] = []
+        var escaped: [UInt8] = []
+        for field in self.fields.indices {
+            escaped.removeAll(keepingCapacity: true)
+            if field < values.count, let value = values[field] { Self.escape(value, into: &escaped) }
+            Self.writeLength(escaped.count, into: &packed)
+            packed.append(contentsOf: escaped)
+        }
+        return packed
+    }
+
+    /// The payload for a recipient whose values ``pack(_:)`` made, or nil when `packed` is not
+    /// such values for this template's fields.
+    public func render(packed: some Collection<UInt8>) -> [UInt8]? {
+        let rendered = packed.withContiguousStorageIfAvailable { self.render(packedBytes: UnsafeRawBufferPointer($0)) }
+        return rendered ?? Array(packed).withUnsafeBytes { self.render(packedBytes: $0) }
+    }
+
+    /// The size of ``render(packed:)``'s result without rendering, or nil as there.
+    public func renderedSize(packed: some Collection<UInt8>) -> Int? {
+        let size = packed.withContiguousStorageIfAvailable { self.unpack(UnsafeRawBufferPointer($0)).map(self.renderedSize(_:)) }
+        return size ?? Array(packed).withUnsafeBytes { self.unpack($0).map(self.renderedSize(_:)) }
+    }
+
+    private func render(packedBytes raw: UnsafeRawBufferPointer) -> [UInt8]? {
+        guard let ranges = self.unpack(raw) else { return nil }
+        var out: [UInt8] = []
+        out.reserveCapacity(self.renderedSize(ranges))
+        for segment in self.segments {
+            switch segment {
+            case .text(let bytes): out.append(contentsOf: bytes)
+            case .field(let field, let fallback):
+                let range = ranges[field]
+                if range.isEmpty { out.append(contentsOf: fallback) } else { out.append(contentsOf: raw[range]) }
+            }
+        }
+        return out
+    }
+
+    /// Where each field's value lies in `raw` (one range per field, empty for none), or nil when
+    /// `raw` does not hold exactly one length and value per field.
+    private func unpack(_ raw: UnsafeRawBufferPointer) -> [Range<Int>]? {
+        var values: [Range<Int>] = []
+        values.reserveCapacity(self.fields.count)
+        var index = 0
+        for _ in self.fields.indices {
+            var length = 0
+            var shift = 0
+            while true {
+                guard index < raw.count, shift < 28 else { return nil }
+                let byte = raw[index]
+                index += 1
+                length |= Int(byte & 0x7F) << shift
+                shift += 7
+                if byte < 0x80 { break }
+            }
+            guard length <= raw.count - index else { return nil }
+            values.append(index..<(index + length))
+            index += length
+        }
+        guard index == raw.count else { return nil }
+        return values
+    }
+
+    private func renderedSize(_ ranges: [Range<Int>]) -> Int {
+        var size = 0
+        for segment in self.segments {
+            switch segment {
+            case .text(let bytes): size += bytes.count
+            case .field(let field, let fallback):
+                let range = ranges[field]
+                size += range.isEmpty ? fallback.count : range.count
+            }
+        }
+        return size
+    }
+
+    private static func writeLength(_ length: Int, into out: inout [UInt8]) {
+        var rest = length
+        while rest >= 0x80 {
+            out.append(UInt8(rest & 0x7F) | 0x80)
+            rest >>= 7
+        }
+        out.append(UInt8(rest))
+    }
+
     /// Where the `}}` that closes a placeholder starts, if it does in the same string.
     private static func closing(_ payload: [UInt8], from start: Int) -> Int? {
         var index = start

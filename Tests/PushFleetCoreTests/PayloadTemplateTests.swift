@@ -27,6 +27,27 @@ import Testing
         #expect(template.renderedSize([nil]) == template.render([nil]).count)
     }
 
+    /// What a shard stores per recipient renders to what the values render to, whatever they hold
+    /// (a value of 200 bytes takes a two-byte length), and anything else is refused, not misread.
+    @Test func packedValuesRenderAsTheValuesDo() throws {
+        let template = try #require(try self.template(#"{"aps":{"alert":"Hi {{first_name|there}}, {{offer}}"}}"#))
+        let long = String(repeating: "é\"", count: 70)
+        for values in [["Zoë", "free shipping"], [nil, ""], ["say \"hi\"\n", long], ["", "x"]] as [[String?]] {
+            let packed = template.pack(values)
+            #expect(template.render(packed: packed) == template.render(values), "\(values)")
+            #expect(template.renderedSize(packed: packed) == template.render(values).count)
+            #expect(template.render(packed: packed[...]) == template.render(values), "a slice renders too")
+        }
+        #expect(template.pack(["a", "bc"]) == [1, 0x61, 2, 0x62, 0x63])
+        #expect(template.pack([nil, nil]) == [0, 0])
+        #expect(Array(template.pack([nil, long]).prefix(3)) == [0, 0x98, 0x02], "280 escaped bytes take two length bytes")
+        // Truncated, one field short, a byte too many, a length past the end: refused.
+        for bad: [UInt8] in [[], [0], [0, 0, 0], [1, 0x61, 5, 0x62], [0x80], [0x80, 0x80, 0x80, 0x80, 0x80, 0]] {
+            #expect(template.render(packed: bad) == nil, "\(bad)")
+            #expect(template.renderedSize(packed: bad) == nil, "\(bad)")
+        }
+    }
+
     @Test func aPayloadWithoutPlaceholdersIsNoTemplate() throws {
         #expect(try self.template(#"{"aps":{"alert":"50% off {today}"},"k":{"a":{"b":1}}}"#) == nil)
         // Braces outside strings are JSON's own; an escaped quote does not end the string.
