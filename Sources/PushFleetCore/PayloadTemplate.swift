@@ -92,6 +92,15 @@ public struct PayloadTemplate: Sendable, Hashable {
         self.fields = fields
     }
 
+    /// The template of a campaign's payload, or nil when the campaign is not personalized: a
+    /// campaign is personalized exactly when its payload has placeholders (launch refuses bad
+    /// ones, so a stored payload never has any), and each of its shard entries then carries the
+    /// recipient's packed values.
+    public init?(campaignPayload payload: [UInt8]) {
+        guard let template = try? Self(payload) else { return nil }
+        self = template
+    }
+
     /// The payload for a recipient whose values of ``fields`` are `values` (nil or empty: the
     /// placeholder's fallback).
     /// - Precondition: `values.count == fields.count`.
@@ -132,7 +141,7 @@ public struct PayloadTemplate: Sendable, Hashable {
         for field in self.fields.indices {
             escaped.removeAll(keepingCapacity: true)
             if field < values.count, let value = values[field] { Self.escape(value, into: &escaped) }
-            Self.writeLength(escaped.count, into: &packed)
+            LEB128.append(escaped.count, to: &packed)
             packed.append(contentsOf: escaped)
         }
         return packed
@@ -173,16 +182,7 @@ public struct PayloadTemplate: Sendable, Hashable {
         values.reserveCapacity(self.fields.count)
         var index = 0
         for _ in self.fields.indices {
-            var length = 0
-            var shift = 0
-            while true {
-                guard index < raw.count, shift < 28 else { return nil }
-                let byte = raw[index]
-                index += 1
-                length |= Int(byte & 0x7F) << shift
-                shift += 7
-                if byte < 0x80 { break }
-            }
+            guard let length = LEB128.read(raw, at: &index) else { return nil }
             guard length <= raw.count - index else { return nil }
             values.append(index..<(index + length))
             index += length
@@ -202,15 +202,6 @@ public struct PayloadTemplate: Sendable, Hashable {
             }
         }
         return size
-    }
-
-    private static func writeLength(_ length: Int, into out: inout [UInt8]) {
-        var rest = length
-        while rest >= 0x80 {
-            out.append(UInt8(rest & 0x7F) | 0x80)
-            rest >>= 7
-        }
-        out.append(UInt8(rest))
     }
 
     /// Where the `}}` that closes a placeholder starts, if it does in the same string.

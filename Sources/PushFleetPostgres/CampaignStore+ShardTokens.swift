@@ -7,19 +7,36 @@ import PostgresNIO
 extension CampaignStore {
     /// Stores shards' tokens as `launch` read them (one row per shard, in one statement). Storing
     /// a shard again replaces it.
-    public func storeShardTokens(campaign: UUID, launch: String, shards: [(shard: Int, tokens: [DeviceToken])]) async throws {
+    ///
+    /// A personalized campaign's shards come with `values`: per shard, per token, the recipient's
+    /// packed template values, stored with them.
+    public func storeShardTokens(
+        campaign: UUID, launch: String, shards: [(shard: Int, tokens: [DeviceToken])], values: [[[UInt8]]]? = nil
+    ) async throws {
         guard !shards.isEmpty else { return }
         let ids = shards.map(\.shard)
         let packed = PackedShards(shards.map(\.tokens))
         try await self.withConnection("store the tokens of \(shards.count) shards of campaign \(campaign)") { connection in
-            try await connection.query(
-                """
-                INSERT INTO campaign_shard_tokens (campaign_id, launch, shard, tokens)
-                SELECT \(campaign), \(launch), u.shard, u.tokens FROM unnest(\(ids), \(packed)) AS u(shard, tokens)
-                ON CONFLICT (campaign_id, launch, shard) DO UPDATE SET tokens = EXCLUDED.tokens
-                """,
-                logger: self.logger
-            )
+            if let values {
+                try await connection.query(
+                    """
+                    INSERT INTO campaign_shard_tokens (campaign_id, launch, shard, tokens, recipient_values)
+                    SELECT \(campaign), \(launch), u.shard, u.tokens, u.recipient_values
+                    FROM unnest(\(ids), \(packed), \(PackedValues(values))) AS u(shard, tokens, recipient_values)
+                    ON CONFLICT (campaign_id, launch, shard) DO UPDATE SET tokens = EXCLUDED.tokens, recipient_values = EXCLUDED.recipient_values
+                    """,
+                    logger: self.logger
+                )
+            } else {
+                try await connection.query(
+                    """
+                    INSERT INTO campaign_shard_tokens (campaign_id, launch, shard, tokens)
+                    SELECT \(campaign), \(launch), u.shard, u.tokens FROM unnest(\(ids), \(packed)) AS u(shard, tokens)
+                    ON CONFLICT (campaign_id, launch, shard) DO UPDATE SET tokens = EXCLUDED.tokens, recipient_values = NULL
+                    """,
+                    logger: self.logger
+                )
+            }
         }
     }
 
@@ -44,24 +61,44 @@ extension CampaignStore {
     /// a shard not stored (or no launch recorded) is absent.
     /// - Throws: ``PostgresStoreError`` with code `queryFailed` when the stored bytes are not packed tokens.
     public func shardTokens(campaign: UUID, shards: [Int]) async throws -> [Int: [DeviceToken]] {
+        try await self.shardRecipients(campaign: campaign, shards: shards).mapValues(\.tokens)
+    }
+
+    /// The tokens of some shards of the campaign and, for a personalized campaign, each token's
+    /// packed values, as the recorded launch stored them, by shard id; a shard not stored (or no
+    /// launch recorded) is absent.
+    /// - Throws: ``PostgresStoreError`` with code `queryFailed` when the stored bytes are not
+    ///   packed tokens, or not packed values one per token.
+    public func shardRecipients(campaign: UUID, shards: [Int]) async throws -> [Int: (tokens: [DeviceToken], values: [[UInt8]]?)] {
         let operation = "read the tokens of \(shards.count) shards of campaign \(campaign)"
         let endpoint = self.configuration.endpoint
-        return try await self.withConnection(operation) { connection -> [Int: [DeviceToken]] in
+        return try await self.withConnection(operation) { connection -> [Int: (tokens: [DeviceToken], values: [[UInt8]]?)] in
             let rows = try await connection.query(
                 """
-                SELECT t.shard, t.tokens FROM campaign_shard_tokens t JOIN campaigns c ON c.campaign_id = t.campaign_id AND c.launch = t.launch
+                SELECT t.shard, t.tokens, t.recipient_values FROM campaign_shard_tokens t
+                JOIN campaigns c ON c.campaign_id = t.campaign_id AND c.launch = t.launch
                 WHERE t.campaign_id = \(campaign) AND t.shard = ANY(\(shards))
                 """,
                 logger: self.logger
             )
-            var found: [Int: [DeviceToken]] = [:]
-            for try await (shard, bytes) in rows.decode((Int, ByteBuffer).self) {
+            var found: [Int: (tokens: [DeviceToken], values: [[UInt8]]?)] = [:]
+            for try await (shard, bytes, packedValues) in rows.decode((Int, ByteBuffer, ByteBuffer?).self) {
                 guard let tokens = PackedShards.unpack(bytes) else {
                     throw PostgresStoreError.queryFailed(
                         endpoint, operation, "the stored bytes of shard \(shard) (\(bytes.readableBytes)) are not packed tokens"
                     )
                 }
-                found[shard] = tokens
+                var values: [[UInt8]]? = nil
+                if let packedValues {
+                    guard let unpacked = PackedValues.unpack(packedValues), unpacked.count == tokens.count else {
+                        throw PostgresStoreError.queryFailed(
+                            endpoint, operation,
+                            "the stored values of shard \(shard) (\(packedValues.readableBytes) bytes) are not one packing per token of its \(tokens.count)"
+                        )
+                    }
+                    values = unpacked
+                }
+                found[shard] = (tokens, values)
             }
             return found
         }
@@ -153,5 +190,44 @@ struct PackedShards: PostgresNonThrowingEncodable, PostgresDynamicTypeEncodable 
             tokens.append(token)
         }
         return tokens
+    }
+}
+
+/// Shards' recipient values bound as one `bytea[]`, each element a shard's: for each recipient its
+/// packed values' length (unsigned LEB128), then the bytes.
+struct PackedValues: PostgresNonThrowingEncodable, PostgresDynamicTypeEncodable {
+    let shards: [[[UInt8]]]
+
+    init(_ shards: [[[UInt8]]]) { self.shards = shards }
+
+    static var psqlType: PostgresDataType { .byteaArray }
+    static var psqlFormat: PostgresFormat { .binary }
+
+    func encode<JSONEncoder: PostgresJSONEncoder>(into buffer: inout ByteBuffer, context: PostgresEncodingContext<JSONEncoder>) {
+        buffer.writeByteaArrayHeader(count: self.shards.count)
+        for recipients in self.shards {
+            var packed: [UInt8] = []
+            packed.reserveCapacity(recipients.reduce(0) { $0 + 1 + $1.count })
+            for values in recipients {
+                LEB128.append(values.count, to: &packed)
+                packed.append(contentsOf: values)
+            }
+            buffer.writeInteger(Int32(packed.count))
+            buffer.writeBytes(packed)
+        }
+    }
+
+    /// The recipients' values of one packed shard; nil when the bytes are not a packing.
+    static func unpack(_ packed: ByteBuffer) -> [[UInt8]]? {
+        packed.withUnsafeReadableBytes { raw -> [[UInt8]]? in
+            var recipients: [[UInt8]] = []
+            var index = 0
+            while index < raw.count {
+                guard let length = LEB128.read(raw, at: &index), length <= raw.count - index else { return nil }
+                recipients.append(Array(raw[index..<(index + length)]))
+                index += length
+            }
+            return recipients
+        }
     }
 }

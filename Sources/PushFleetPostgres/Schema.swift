@@ -12,7 +12,15 @@ enum Schema {
     /// Key of the transaction-scoped advisory lock that serializes concurrent migrations.
     static let migrationLockKey: Int64 = 0x5055_5348_4D49_4752  // "PUSHMIGR"
 
-    static var migrations: [Migration] { [version1, version2, version3, version4, version5, version6, version7, version8, version9, version10, version11, version12, version13, version14] }
+    static var migrations: [Migration] { [version1, version2, version3, version4, version5, version6, version7, version8, version9, version10, version11, version12, version13, version14, version15] }
+
+    private static var version15: Migration {
+        Migration(version: 15, name: "personalized audiences", statements: [
+            // A personalized campaign's shard stores each recipient's packed template values
+            // beside its token (PayloadTemplate.pack), so that a lost queue is rebuilt with them.
+            "ALTER TABLE campaign_shard_tokens ADD COLUMN recipient_values bytea",
+        ])
+    }
 
     private static var version14: Migration {
         Migration(version: 14, name: "device locales and time zones", statements: [

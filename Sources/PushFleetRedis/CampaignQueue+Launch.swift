@@ -17,16 +17,28 @@ extension CampaignQueue {
     /// place; a staged list expires after ``stagedLifetimeSeconds`` unless it is published, so a
     /// launch killed while staging leaves nothing behind for long. Keep one call to some tens of
     /// thousands of tokens: the pipeline is built in memory.
-    public func stageShards(campaign: UUID, launch: String? = nil, shards: [(shard: Int, tokens: [DeviceToken])]) async throws {
+    ///
+    /// A personalized campaign's shards come with `values`: per shard, per token, the recipient's
+    /// packed values (``PayloadTemplate/pack(_:)``), kept in the token's list entry
+    /// (``ShardEntry``); read them back with ``read(_:from:count:clock:personalized:)``.
+    public func stageShards(
+        campaign: UUID, launch: String? = nil, shards: [(shard: Int, tokens: [DeviceToken])], values: [[[UInt8]]]? = nil
+    ) async throws {
+        precondition(values.map { $0.count == shards.count && zip($0, shards).allSatisfy { $0.count == $1.tokens.count } } ?? true)
         let keys = CampaignKeys(campaign)
         var commands: [[[UInt8]]] = []
-        for (shard, tokens) in shards {
+        for (offset, (shard, tokens)) in shards.enumerated() {
             let key = launch.map { keys.staged(shard, launch: $0) } ?? keys.shard(shard)
             commands.append([Array("DEL".utf8), key])
             for start in stride(from: 0, to: tokens.count, by: Self.batchSize) {
                 var command: [[UInt8]] = [Array("RPUSH".utf8), key]
-                command.reserveCapacity(2 + min(Self.batchSize, tokens.count - start))
-                for token in tokens[start..<min(start + Self.batchSize, tokens.count)] { command.append(token.bytes) }
+                let end = min(start + Self.batchSize, tokens.count)
+                command.reserveCapacity(2 + end - start)
+                if let values = values?[offset] {
+                    for index in start..<end { command.append(ShardEntry.encode(tokens[index], values: values[index])) }
+                } else {
+                    for token in tokens[start..<end] { command.append(token.bytes) }
+                }
                 commands.append(command)
             }
             if launch != nil { commands.append(RedisCommand.arguments("EXPIRE", key, Self.stagedLifetimeSeconds)) }

@@ -43,7 +43,9 @@ extension CampaignQueue {
     ///   - clock: The time in milliseconds the bucket is filled to; nil (always, but in tests of
     ///     the bucket) takes Redis' own clock.
     /// - Returns: The window (no tokens past the end, or when `count` < 1), or nil when the lease was lost.
-    public func read(_ lease: ShardLease, from index: Int, count: Int, clock: Int? = nil) async throws -> ShardWindow? {
+    ///   - personalized: Whether the campaign's entries carry values (``ShardEntry``); they are
+    ///     then in the window's ``ShardWindow/values``.
+    public func read(_ lease: ShardLease, from index: Int, count: Int, clock: Int? = nil, personalized: Bool = false) async throws -> ShardWindow? {
         let keys = CampaignKeys(lease.campaign)
         return try await self.client.withConnection { connection -> ShardWindow? in
             let reply = try connection.checkedEvaluate(
@@ -59,13 +61,25 @@ extension CampaignQueue {
             guard let items = reply.array else { throw connection.unexpected("the read script", reply) }
             var tokens: [DeviceToken] = []
             tokens.reserveCapacity(items.count)
-            for item in items {
-                guard let bytes = item.bytes, let token = try? DeviceToken(bytes: bytes) else {
-                    throw connection.unexpected("the read script (shard \(lease.shard))", item)
+            guard personalized else {
+                for item in items {
+                    guard let bytes = item.bytes, let token = try? DeviceToken(bytes: bytes) else {
+                        throw connection.unexpected("the read script (shard \(lease.shard))", item)
+                    }
+                    tokens.append(token)
                 }
-                tokens.append(token)
+                return ShardWindow(tokens: tokens, retryAfter: nil)
             }
-            return ShardWindow(tokens: tokens, retryAfter: nil)
+            var values: [[UInt8]] = []
+            values.reserveCapacity(items.count)
+            for item in items {
+                guard let bytes = item.bytes, let entry = ShardEntry.decode(bytes) else {
+                    throw connection.unexpected("the read script (shard \(lease.shard), a personalized entry)", item)
+                }
+                tokens.append(entry.token)
+                values.append(entry.values)
+            }
+            return ShardWindow(tokens: tokens, values: values, retryAfter: nil)
         }
     }
 

@@ -5,11 +5,36 @@ public import PushFleetCore
 public struct ShardWindow: Sendable, Hashable {
     /// The tokens read, in shard order; empty past the end, or while paced.
     public var tokens: [DeviceToken]
+    /// A personalized campaign's: each token's packed values (``PayloadTemplate/pack(_:)``), in
+    /// the same order; nil for any other.
+    public var values: [[UInt8]]?
     /// Set when the campaign's rate limit holds the read back: read again after this long.
     public var retryAfter: Duration?
 
-    public init(tokens: [DeviceToken], retryAfter: Duration?) {
+    public init(tokens: [DeviceToken], values: [[UInt8]]? = nil, retryAfter: Duration?) {
         self.tokens = tokens
+        self.values = values
         self.retryAfter = retryAfter
+    }
+}
+
+/// A personalized campaign's shard list entry: the token's length (one byte, 1…255), the token,
+/// then the recipient's packed values. Any other campaign's entry is the token's bytes alone.
+public enum ShardEntry {
+    public static func encode(_ token: DeviceToken, values: [UInt8]) -> [UInt8] {
+        var entry: [UInt8] = []
+        entry.reserveCapacity(1 + token.count + values.count)
+        entry.append(UInt8(token.count))
+        token.withUnsafeBytes { entry.append(contentsOf: $0) }
+        entry.append(contentsOf: values)
+        return entry
+    }
+
+    /// The token and values of `entry`, or nil when it is not such an entry.
+    public static func decode(_ entry: [UInt8]) -> (token: DeviceToken, values: [UInt8])? {
+        guard let length = entry.first.map(Int.init), length > 0, entry.count > length,
+            let token = try? DeviceToken(bytes: entry[1...length])
+        else { return nil }
+        return (token, Array(entry[(1 + length)...]))
     }
 }

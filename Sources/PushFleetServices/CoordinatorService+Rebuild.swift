@@ -42,27 +42,34 @@ extension CoordinatorService {
             counters: CampaignCounters(accepted: record.accepted, rejected: record.rejected, resent: record.resent, retried: record.retried),
             fold: point.foldSequence, fenceBase: QueueRestoration.fenceBase(generation: point.generation)
         )
+        let personalized = PayloadTemplate(campaignPayload: definition.payload) != nil
         let staging = "rebuild-\(UUID().uuidString.lowercased())"
         let unfinished = restoration.unfinishedShards
         do {
             for start in stride(from: 0, to: unfinished.count, by: Self.rebuildBatch) {
                 let batch = Array(unfinished[start..<min(start + Self.rebuildBatch, unfinished.count)])
-                let stored = try await self.store.shardTokens(campaign: id, shards: batch)
+                let stored = try await self.store.shardRecipients(campaign: id, shards: batch)
                 var shards: [(shard: Int, tokens: [DeviceToken])] = []
+                // A personalized campaign's values, staged with its tokens.
+                var values: [[[UInt8]]] = []
                 for shard in batch {
-                    guard let tokens = stored[shard], tokens.count == point.tokenCounts[shard] else {
-                        let found = stored[shard].map { "\($0.count) tokens" } ?? "no row"
+                    guard let tokens = stored[shard]?.tokens, tokens.count == point.tokenCounts[shard],
+                        (stored[shard]?.values != nil) == personalized
+                    else {
+                        let found = stored[shard].map { "\($0.tokens.count) tokens" + ($0.values == nil ? "" : " with values") } ?? "no row"
                         try await self.failUnrebuildable(
                             campaign,
                             "Redis lost the campaign's queue and shard \(shard)'s stored audience is incomplete "
+                                + (personalized ? "or without its recipients' values " : "")
                                 + "(launch \(launch): \(found), \(point.tokenCounts[shard]) expected)"
                         )
                         try? await self.queue.discardStaged(campaign: id, launch: staging, shardCount: definition.shardTokenCounts.count)
                         return
                     }
                     shards.append((shard: shard, tokens: tokens))
+                    if let recipientValues = stored[shard]?.values { values.append(recipientValues) }
                 }
-                try await self.queue.stageShards(campaign: id, launch: staging, shards: shards)
+                try await self.queue.stageShards(campaign: id, launch: staging, shards: shards, values: values.isEmpty ? nil : values)
             }
             guard try await self.queue.restore(restoration, staged: staging) else { return }
         } catch {

@@ -96,6 +96,32 @@ import Testing
         try await fixture.shutdown()
     }
 
+    /// A personalized campaign's entries carry each recipient's packed values, staged by a launch
+    /// and published with it, and read back beside their tokens from any index; an entry that is
+    /// not one is reported, not misread.
+    @Test func aPersonalizedShardReadsBackEachTokensValues() async throws {
+        let fixture = try RedisQueueFixture()
+        let odd = try DeviceToken(bytes: [0, 0, 0x0D, 0x0A, 0, 0xFF, 0])
+        let tokens = TestTokens.tokens(1_500, seed: 5) + [odd]
+        let values: [[UInt8]] = tokens.indices.map { index in Array(repeating: UInt8(truncatingIfNeeded: index), count: [1, 2, 200][index % 3]) }
+        try await fixture.queue.stageShards(campaign: fixture.campaign, launch: "l1", shards: [(shard: 0, tokens: tokens)], values: [values])
+        #expect(try await fixture.queue.publish(fixture.descriptor(shardCount: 1, totalTokens: tokens.count), launch: "l1"))
+        let lease = try #require(try await fixture.queue.claim(campaign: fixture.campaign, worker: "w", leaseMilliseconds: 30_000))
+        #expect(lease.tokenCount == tokens.count)
+        var read: (tokens: [DeviceToken], values: [[UInt8]]) = ([], [])
+        while let window = try await fixture.queue.read(lease, from: read.tokens.count, count: 400, personalized: true), !window.tokens.isEmpty {
+            read.tokens += window.tokens
+            read.values += try #require(window.values)
+        }
+        #expect(read.tokens == tokens)
+        #expect(read.values == values)
+        // Read as a campaign that is not personalized, the entries are not tokens of their size.
+        #expect(try await fixture.queue.read(lease, from: 0, count: 1)?.tokens.first != tokens[0])
+        _ = try await fixture.command("RPUSH", "pf:{\(fixture.id)}:s:0", "")
+        await #expect(throws: RedisError.self) { try await fixture.queue.read(lease, from: tokens.count, count: 1, personalized: true) }
+        try await fixture.shutdown()
+    }
+
     @Test func eventsPageAfterAnIdAndTrimThroughOne() async throws {
         let fixture = try RedisQueueFixture()
         let tokens = try await fixture.launch([5])[0]

@@ -42,6 +42,30 @@ import Testing
         }
     }
 
+    /// A personalized campaign's shards keep each recipient's packed values with its token, of any
+    /// size (a two-byte length at 128 and more, none at all); stored again without values, a shard
+    /// has none.
+    @Test func aPersonalizedShardKeepsEachRecipientsValues() async throws {
+        try await PostgresFixture.withStore { store async throws in
+            let campaign = PostgresFixture.campaign(topic: PostgresFixture.topic("shard-values"), shards: 2, perShard: 10)
+            #expect(try await store.createCampaign(campaign))
+            let tokens = [try Self.tokens(10, seed: 11), try Self.tokens(10, seed: 12)]
+            let values: [[[UInt8]]] = (0..<2).map { shard in
+                (0..<10).map { index in Array(repeating: UInt8(shard * 10 + index), count: [0, 1, 127, 128, 300][index % 5]) }
+            }
+            try await store.storeShardTokens(campaign: campaign.id, launch: "l", shards: [(0, tokens[0]), (1, tokens[1])], values: values)
+            try await store.recordLaunch(campaign.id, launch: "l")
+            let read = try await store.shardRecipients(campaign: campaign.id, shards: [0, 1])
+            #expect(read[0]?.tokens == tokens[0] && read[1]?.tokens == tokens[1])
+            #expect(read[0]?.values == values[0] && read[1]?.values == values[1])
+
+            try await store.storeShardTokens(campaign: campaign.id, launch: "l", shards: [(1, tokens[1])])
+            let again = try await store.shardRecipients(campaign: campaign.id, shards: [1])
+            #expect(again[1]?.tokens == tokens[1])
+            #expect(again[1].map { $0.values == nil } == true, "stored again without values")
+        }
+    }
+
     /// A small launch's one statement: the campaign, its shards' tokens and the launch together,
     /// for an app new to the database and for one it knows; a second launch of the same id
     /// changes nothing, its tokens included.
