@@ -30,6 +30,15 @@ public struct Payload: Hashable, Sendable {
         try self.init(value, format: format)
     }
 
+    /// A personalized campaign's payload for one recipient, as its ``PayloadTemplate`` rendered
+    /// it: JSON by construction (the template's payload was checked, and values are escaped), and
+    /// checked for size when the campaign was launched, so neither is checked again per token. A
+    /// payload over the limit all the same is APNs' to refuse.
+    public init(rendered bytes: [UInt8], format: PayloadFormat) {
+        self.bytes = bytes
+        self.format = format
+    }
+
     /// The size of the payload in bytes.
     public var byteCount: Int { self.bytes.count }
 }

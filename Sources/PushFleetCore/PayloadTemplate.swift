@@ -92,15 +92,6 @@ public struct PayloadTemplate: Sendable, Hashable {
         self.fields = fields
     }
 
-    /// The template of a campaign's payload, or nil when the campaign is not personalized: a
-    /// campaign is personalized exactly when its payload has placeholders (launch refuses bad
-    /// ones, so a stored payload never has any), and each of its shard entries then carries the
-    /// recipient's packed values.
-    public init?(campaignPayload payload: [UInt8]) {
-        guard let template = try? Self(payload) else { return nil }
-        self = template
-    }
-
     /// The payload for a recipient whose values of ``fields`` are `values` (nil or empty: the
     /// placeholder's fallback).
     /// - Precondition: `values.count == fields.count`.

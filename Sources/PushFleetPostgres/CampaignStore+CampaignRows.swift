@@ -61,7 +61,7 @@ extension CampaignStore {
                 SELECT a.topic, a.environment, c.payload, c.push_type, c.priority, c.expiration, c.collapse_id,
                        c.shard_size, c.total_tokens, c.duplicates_dropped,
                        ARRAY(SELECT s.token_count FROM campaign_shards s WHERE s.campaign_id = c.campaign_id ORDER BY s.shard),
-                       c.kind, c.audience, c.rate_limit, c.starts_at, c.parent_id, c.variant
+                       c.kind, c.audience, c.rate_limit, c.starts_at, c.parent_id, c.variant, c.personalized
                 FROM campaigns c JOIN apps a USING (app_id) WHERE c.campaign_id = \(id)
                 """,
                 logger: self.logger
@@ -83,6 +83,7 @@ extension CampaignStore {
                 if let split = try cells[15].decode(UUID?.self), let variant = try cells[16].decode(String?.self) {
                     definition.split = SplitMembership(id: split, variant: variant)
                 }
+                definition.personalized = try cells[17].decode(Bool.self)
                 return definition
             }
             return nil

@@ -38,11 +38,11 @@ extension CampaignStore {
                     ), created AS (
                         INSERT INTO campaigns (campaign_id, app_id, payload, push_type, priority, expiration, collapse_id,
                                                shard_size, shard_count, total_tokens, duplicates_dropped, kind, audience, launch,
-                                               rate_limit, starts_at, parent_id, variant)
+                                               rate_limit, starts_at, parent_id, variant, personalized)
                         SELECT \(c.id), app.app_id, \(ByteBuffer(bytes: c.payload)), \(c.pushType), \(c.priority), \(c.expiration),
                                \(c.collapseID), \(c.shardSize), \(c.shardTokenCounts.count), \(c.totalTokens), \(c.duplicatesDropped),
                                \(c.kind.rawValue), \(c.audience), \(tokens?.launch), \(c.rateLimit), \(c.startsAt),
-                               \(c.split?.id), \(c.split?.variant)
+                               \(c.split?.id), \(c.split?.variant), \(c.personalized)
                         FROM app
                         ON CONFLICT (campaign_id) DO NOTHING
                         RETURNING campaign_id

@@ -37,6 +37,9 @@ public struct NewCampaign: Sendable, Hashable {
     public var startsAt: Date? = nil
     /// The split test it is a variant of (`launch --variant`), and the variant's name; nil otherwise.
     public var split: SplitMembership? = nil
+    /// Whether its payload is a template rendered per recipient from values its shards carry
+    /// (``PushFleetCore/PayloadTemplate``).
+    public var personalized = false
 
     public init(
         id: UUID, topic: String, environment: String, payload: [UInt8], pushType: String, priority: Int,

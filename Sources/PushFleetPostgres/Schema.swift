@@ -19,6 +19,7 @@ enum Schema {
             // A personalized campaign's shard stores each recipient's packed template values
             // beside its token (PayloadTemplate.pack), so that a lost queue is rebuilt with them.
             "ALTER TABLE campaign_shard_tokens ADD COLUMN recipient_values bytea",
+            "ALTER TABLE campaigns ADD COLUMN personalized boolean NOT NULL DEFAULT false",
         ])
     }
 

@@ -6,7 +6,7 @@ import PushFleetCore
 extension CampaignDescriptor {
     /// Field/value pairs for `HSET`, in order. `collapse_id` is absent when there is none, `kind`
     /// for a campaign (queues published before notifications existed have none); `rate` is there only
-    /// for a throttled campaign.
+    /// for a throttled campaign, `personalized` only for a personalized one.
     var metaFields: [[UInt8]] {
         var pairs: [(String, [UInt8])] = [
             ("id", Array(self.id.uuidString.lowercased().utf8)),
@@ -23,6 +23,7 @@ extension CampaignDescriptor {
         if let collapseID = self.collapseID { pairs.append(("collapse_id", Array(collapseID.utf8))) }
         if self.kind != .campaign { pairs.append(("kind", Array(self.kind.rawValue.utf8))) }
         if let rate = self.rateLimit { pairs.append(("rate", rate.redisArgument)) }
+        if self.personalized { pairs.append(("personalized", Array("1".utf8))) }
         return pairs.flatMap { [Array($0.0.utf8), $0.1] }
     }
 
@@ -58,7 +59,8 @@ extension CampaignDescriptor {
             totalTokens: try number("total_tokens"),
             status: status,
             kind: kind,
-            rateLimit: rate
+            rateLimit: rate,
+            personalized: fields["personalized"] == Array("1".utf8)
         )
     }
 

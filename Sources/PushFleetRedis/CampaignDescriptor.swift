@@ -30,6 +30,9 @@ public struct CampaignDescriptor: Hashable, Sendable {
     /// Notifications per second, fleet-wide (``CampaignQueue/read(_:from:count:)`` paces the
     /// workers by it); nil sends as fast as the fleet can.
     public var rateLimit: Int?
+    /// Whether the payload is a template rendered per recipient: each shard entry then carries
+    /// the recipient's packed values after its token (``ShardEntry``).
+    public var personalized: Bool
 
     public init(
         id: UUID,
@@ -44,7 +47,8 @@ public struct CampaignDescriptor: Hashable, Sendable {
         totalTokens: Int,
         status: CampaignQueueStatus = .running,
         kind: CampaignKind = .campaign,
-        rateLimit: Int? = nil
+        rateLimit: Int? = nil,
+        personalized: Bool = false
     ) {
         self.id = id
         self.topic = topic
@@ -59,5 +63,6 @@ public struct CampaignDescriptor: Hashable, Sendable {
         self.status = status
         self.kind = kind
         self.rateLimit = rateLimit
+        self.personalized = personalized
     }
 }

@@ -8,7 +8,7 @@ extension CampaignDescriptor {
             id: campaign.id, topic: campaign.topic, environment: campaign.environment, payload: campaign.payload,
             pushType: campaign.pushType, priority: campaign.priority, expiration: campaign.expiration,
             collapseID: campaign.collapseID, shardCount: campaign.shardTokenCounts.count, totalTokens: campaign.totalTokens,
-            status: status, kind: campaign.kind, rateLimit: campaign.rateLimit
+            status: status, kind: campaign.kind, rateLimit: campaign.rateLimit, personalized: campaign.personalized
         )
     }
 }

@@ -42,7 +42,7 @@ extension CoordinatorService {
             counters: CampaignCounters(accepted: record.accepted, rejected: record.rejected, resent: record.resent, retried: record.retried),
             fold: point.foldSequence, fenceBase: QueueRestoration.fenceBase(generation: point.generation)
         )
-        let personalized = PayloadTemplate(campaignPayload: definition.payload) != nil
+        let personalized = definition.personalized
         let staging = "rebuild-\(UUID().uuidString.lowercased())"
         let unfinished = restoration.unfinishedShards
         do {

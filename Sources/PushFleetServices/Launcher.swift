@@ -43,6 +43,9 @@ public struct Launcher: Sendable {
         /// Duplicates of this campaign's audience dropped before its tokens reached the launcher
         /// (by ``PartitionedLauncher``), counted with its own.
         public var duplicatesDroppedEarlier = 0
+        /// Whether the payload is a template rendered per recipient: the token source then gives
+        /// each recipient's packed values (``TokenSource/batchValues``), and its shards keep them.
+        public var personalized = false
 
         public init(
             id: UUID? = nil, topic: String, environment: String, payload: Payload, pushType: String = "alert",
@@ -117,19 +120,23 @@ public struct Launcher: Sendable {
         var shardCounts: [Int] = []
         var current: [DeviceToken] = []
         var staged: [(shard: Int, tokens: [DeviceToken])] = []
+        // A personalized campaign's: the values of `current`'s recipients, and of `staged`'s.
+        var currentValues: [[UInt8]] = []
+        var stagedValues: [[[UInt8]]] = []
         var duplicates = request.duplicatesDroppedEarlier
         // One batch of shards is written to Redis (on the client's own thread) while the next is read.
         var writing: Task<Void, any Error>? = nil
         let (queue, store) = (self.queue, self.store)
-        func stage(_ shards: [(shard: Int, tokens: [DeviceToken])]) async throws {
+        func stage(_ shards: [(shard: Int, tokens: [DeviceToken])], values: [[[UInt8]]]?) async throws {
             try await writing?.value
             // Redis gets the queue, Postgres the durable copy a lost queue is rebuilt from, at once.
             writing = Task {
-                async let durable: Void = store.storeShardTokens(campaign: id, launch: launch, shards: shards)
-                try await queue.stageShards(campaign: id, launch: launch, shards: shards)
+                async let durable: Void = store.storeShardTokens(campaign: id, launch: launch, shards: shards, values: values)
+                try await queue.stageShards(campaign: id, launch: launch, shards: shards, values: values)
                 try await durable
             }
         }
+        let personalized = request.personalized
         func discard(shardCount: Int) async {
             try? await queue.discardStaged(campaign: id, launch: launch, shardCount: shardCount)
             try? await store.discardShardTokens(campaign: id, launch: launch)
@@ -142,7 +149,9 @@ public struct Launcher: Sendable {
             while true {
                 let batch = try await tokens.next(upTo: 4_096)
                 if batch.isEmpty { break }
-                for token in batch {
+                let values = personalized ? tokens.batchValues : nil
+                precondition(!personalized || values?.count == batch.count, "a personalized launch's source gives values for every token")
+                for (index, token) in batch.enumerated() {
                     if let required = request.requiredTokenSize, token.count != required {
                         throw LaunchError.wrongTokenSize(token.count, required: required)
                     }
@@ -151,24 +160,30 @@ public struct Launcher: Sendable {
                         continue
                     }
                     current.append(token)
+                    if let values { currentValues.append(values[index]) }
                     if current.count == request.shardSize {
                         staged.append((shardCounts.count, current))
+                        if personalized { stagedValues.append(currentValues) }
                         shardCounts.append(current.count)
                         current.removeAll(keepingCapacity: true)
+                        currentValues.removeAll(keepingCapacity: true)
                         if staged.count == Self.stagingBatch {
-                            try await stage(staged)
+                            try await stage(staged, values: personalized ? stagedValues : nil)
                             staged.removeAll()
+                            stagedValues.removeAll()
                         }
                     }
                 }
             }
             if !current.isEmpty {
                 staged.append((shardCounts.count, current))
+                if personalized { stagedValues.append(currentValues) }
                 shardCounts.append(current.count)
             }
             guard !shardCounts.isEmpty else { throw LaunchError.emptyAudience() }
-            together = existing == nil && writing == nil
-            if !together, !staged.isEmpty { try await stage(staged) }
+            // The one statement of a small launch stores tokens alone: a personalized one stages.
+            together = existing == nil && writing == nil && !personalized
+            if !together, !staged.isEmpty { try await stage(staged, values: personalized ? stagedValues : nil) }
             try await writing?.value
         } catch {
             _ = try? await writing?.value
@@ -188,6 +203,7 @@ public struct Launcher: Sendable {
         campaign.rateLimit = request.rateLimit
         campaign.startsAt = request.startsAt
         campaign.split = request.split
+        campaign.personalized = personalized
         let used: Bool
         do {
             if together {

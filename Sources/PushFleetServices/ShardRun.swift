@@ -174,7 +174,11 @@ struct ShardRun {
             }
             while next < lease.tokenCount, !stopFlag.isSet, !Task.isCancelled {
                 do {
-                    guard let read = try await queue.read(lease, from: next, count: min(window, lease.tokenCount - next)) else {
+                    guard
+                        let read = try await queue.read(
+                            lease, from: next, count: min(window, lease.tokenCount - next), personalized: template.personalization != nil
+                        )
+                    else {
                         continuation.yield(.leaseLost)
                         return
                     }
@@ -188,7 +192,7 @@ struct ShardRun {
                     if tokens.isEmpty { return }
                     readMark.raise(to: next + tokens.count)
                     continuation.yield(.handing(upTo: next + tokens.count))
-                    try await channel.send(tokens, firstTag: run | UInt64(next), template: template)
+                    try await channel.send(tokens, values: read.values, firstTag: run | UInt64(next), template: template)
                     next += tokens.count
                     continuation.yield(.fed(upTo: next))
                 } catch {

@@ -95,6 +95,47 @@ import Testing
     }
 
     /// A JSON-lines audience launches as a token file does: its tokens, its duplicates dropped.
+    /// A payload template's renderings are checked at launch: the recipient whose payload would be
+    /// too large is named with its file, its line and the byte count, and nothing is created. An
+    /// audience without the template's fields is refused before any line is sent, and so are a
+    /// bad placeholder and a template for the registry.
+    @Test func aPersonalizedPayloadTooLargeForOneRecipientNamesItsLine() async throws {
+        let template = #"{"aps":{"alert":"Hi {{first_name|there}}, {{offer}}"}}"#
+        // 2,048 bytes for the binary protocol: {"aps":{"alert":"Hi Ann, "}} is 28 bytes, and an
+        // empty first name takes the fallback.
+        let fits = String(repeating: "x", count: 2_048 - 28)
+        let file = try self.writeFile([
+            "token,first_name,offer",
+            "\(TestTokens.token(1).hexString),Ann,",
+            "\(TestTokens.token(2).hexString),,\"10% off, today\"",
+            "\(TestTokens.token(3).hexString),Ann,\(fits)",
+            "\(TestTokens.token(4).hexString),Ann,\(fits)x",
+        ])
+        defer { try? FileManager.default.removeItem(atPath: file) }
+        let id = UUID()
+        let result = try await self.launch(["--tokens", file, "--payload", template, "--protocol", "binary", "--campaign-id", id.uuidString])
+        #expect(result.status != 0)
+        #expect(result.error.contains("\(file):5: the payload rendered for this recipient is 2049 bytes, 1 over the 2048-byte limit"), "\(result.error)")
+        try await self.expectNoCampaign(id)
+
+        let noColumn = try self.writeFile(["token,first_name", "\(TestTokens.token(1).hexString),Ann"])
+        let plain = try self.writeFile([TestTokens.token(1).hexString])
+        defer { for path in [noColumn, plain] { try? FileManager.default.removeItem(atPath: path) } }
+        let missing = try await self.launch(["--tokens", noColumn, "--payload", template, "--campaign-id", id.uuidString])
+        #expect(missing.status != 0)
+        #expect(missing.error.contains("\(noColumn):1:") && missing.error.contains("no column \"offer\""), "\(missing.error)")
+        let fieldless = try await self.launch(["--tokens", plain, "--payload", template, "--campaign-id", id.uuidString])
+        #expect(fieldless.status != 0)
+        #expect(fieldless.error.contains("the audience has no fields"), "\(fieldless.error)")
+        let unclosed = try await self.launch(["--tokens", file, "--payload", #"{"aps":{"alert":"Hi {{first_name"}}"#, "--campaign-id", id.uuidString])
+        #expect(unclosed.status != 0)
+        #expect(unclosed.error.contains("not closed with }}"), "\(unclosed.error)")
+        let registry = try await self.launch(["--from-registry", "--payload", template, "--campaign-id", id.uuidString])
+        #expect(registry.status != 0)
+        #expect(registry.error.contains("give --tokens"), "\(registry.error)")
+        try await self.expectNoCampaign(id)
+    }
+
     @Test func aJSONLinesAudienceLaunchesItsTokens() async throws {
         let tokens = (1...5).map { TestTokens.token($0).hexString }
         let file = try self.writeFile(tokens.map { #"{"token":"\#($0)","first_name":"Zoë"}"# } + [#"{"token":"\#(tokens[0])"}"#])

@@ -114,6 +114,7 @@ struct Launch: AsyncParsableCommand {
         )
         request.rateLimit = self.rate
         request.startsAt = self.at.flatMap(Self.parseTime)
+        let template = try self.payloadTemplate(request.payload, variants: variants)
         if let plan = try self.plan(variants: variants, request: &request) {
             // The launch's id before its parts are launched: one that dies half way is finished by
             // launching again with it.
@@ -136,9 +137,17 @@ struct Launch: AsyncParsableCommand {
             self.print(result, variants: variants)
             return
         }
-        let reader = try self.tokens.map { try TokenFileReader(path: $0) }
+        // A template's fields are read from the audience; a CSV must have a column for each.
+        let fields = template?.fields ?? []
+        let reader = try self.tokens.map { try TokenFileReader(path: $0, fields: fields, required: Set(fields)) }
+        request.personalized = template != nil
         let result = try await self.state.withState(logger: logger) { queue, store in
             let launcher = Launcher(queue: queue, store: store)
+            if let reader, let template {
+                let tokens = FileTokenSource(reader: reader, requiredSize: request.requiredTokenSize)
+                var source = PersonalizedFileTokenSource(tokens, template: template, format: n.payloadFormat)
+                return try await launcher.launch(request, tokens: &source)
+            }
             if let reader {
                 var source = FileTokenSource(reader: reader, requiredSize: request.requiredTokenSize)
                 return try await launcher.launch(request, tokens: &source)
@@ -151,6 +160,35 @@ struct Launch: AsyncParsableCommand {
         } else {
             if !result.created { writeStandardError("campaign \(result.id.uuidString.lowercased()) exists already; nothing changed\n") }
             Swift.print(result.id.uuidString.lowercased())
+        }
+    }
+
+    /// The template of a payload with placeholders (`{{first_name}}`), rendered per recipient from
+    /// the fields of its audience line; nil for a payload without.
+    private func payloadTemplate(_ payload: Payload, variants: [SplitTest.Variant]) throws -> PayloadTemplate? {
+        let template: PayloadTemplate?
+        do {
+            template = try PayloadTemplate(payload.bytes)
+        } catch {
+            throw CLIError("--payload: \(error)")
+        }
+        if variants.contains(where: { Self.isTemplate($0.payload) }) { throw Self.templateInParts }
+        guard template != nil else { return nil }
+        guard self.tokens != nil else {
+            throw CLIError("--payload is a template ({{…}}), rendered from each recipient's fields: give --tokens with an audience of CSV or JSON lines")
+        }
+        guard self.variant.isEmpty, self.localized.isEmpty, self.localTime == nil else { throw Self.templateInParts }
+        return template
+    }
+
+    private static let templateInParts = CLIError("a payload template ({{…}}) goes with one --payload: not yet with --variant, --localized or --local-time")
+
+    /// Whether a payload has placeholders (good or bad ones).
+    private static func isTemplate(_ payload: Payload) -> Bool {
+        do {
+            return try PayloadTemplate(payload.bytes) != nil
+        } catch {
+            return true
         }
     }
 
@@ -174,6 +212,7 @@ struct Launch: AsyncParsableCommand {
                 payloads: try locales.map { try PayloadOption.load($0.payload, format: format, option: "--localized \($0.locale)") },
                 fallback: request.payload
             )
+            if case .localized(_, let localized, _) = payloads, localized.contains(where: Self.isTemplate) { throw Self.templateInParts }
         } else {
             payloads = .one(request.payload)
         }

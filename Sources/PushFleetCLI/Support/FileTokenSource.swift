@@ -28,6 +28,51 @@ struct FileTokenSource: TokenSource {
     }
 }
 
+/// An audience file whose recipients' fields fill a payload template: each recipient's values
+/// packed as its shard will keep them, and the payload rendered from them checked against the
+/// format's limit. Errors name the file and line.
+struct PersonalizedFileTokenSource: TokenSource {
+    var tokens: FileTokenSource
+    let template: PayloadTemplate
+    let format: PayloadFormat
+    private(set) var batchValues: [[UInt8]]? = []
+
+    /// - Parameter tokens: read with ``TokenFileReader/fields`` the template's fields, in order.
+    init(_ tokens: FileTokenSource, template: PayloadTemplate, format: PayloadFormat) {
+        precondition(tokens.reader.fields == template.fields)
+        self.tokens = tokens
+        self.template = template
+        self.format = format
+    }
+
+    mutating func next(upTo maximum: Int) async throws -> [DeviceToken] {
+        let batch = try await self.tokens.next(upTo: maximum)
+        let reader = self.tokens.reader
+        if !batch.isEmpty, !reader.hasFields {
+            throw CLIError(
+                "\(reader.path): the payload is a template (it names \(self.template.fields.map { "{{\($0)}}" }.joined(separator: ", "))), "
+                    + "but the audience has no fields: give CSV with a header line, or JSON lines"
+            )
+        }
+        var packed: [[UInt8]] = []
+        packed.reserveCapacity(batch.count)
+        let limit = self.format.maximumByteCount
+        for index in batch.indices {
+            let values = self.template.pack(reader.batchValues[index])
+            let size = self.template.renderedSize(packed: values)!
+            if size > limit {
+                throw CLIError(
+                    "\(reader.path):\(reader.lineOf(tokenAtBatchIndex: index)): the payload rendered for this recipient is \(size) bytes, "
+                        + "\(size - limit) over the \(limit)-byte limit of the \(self.format)"
+                )
+            }
+            packed.append(values)
+        }
+        self.batchValues = packed
+        return batch
+    }
+}
+
 /// A progress bar for reading a token file, on standard error when it is a terminal: tokens read,
 /// of as many as the file's size suggests at the bytes per line seen so far.
 struct FileProgress {

@@ -64,6 +64,15 @@ final class TokenFileReader {
         if self.path != "-" { fclose(self.file) }
     }
 
+    /// Whether the audience carries fields (CSV with a header, or JSON lines); false for a plain
+    /// token file, and until its first line is read.
+    var hasFields: Bool {
+        switch self.layout {
+        case .csv, .jsonLines: true
+        case .undecided, .tokens: false
+        }
+    }
+
     /// Line numbers of the tokens of the last batch, in order.
     private var batchLines: [Int] = []
 

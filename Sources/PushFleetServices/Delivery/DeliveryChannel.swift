@@ -22,9 +22,22 @@ enum DeliveryOutcome: Sendable {
 }
 
 /// The fixed part of a campaign's notifications, prepared once per campaign for one protocol.
-enum CampaignTemplate: Sendable {
-    case binary(payload: Payload, expiration: UInt32, priority: UInt8)
-    case http2(HTTP2NotificationTemplate)
+struct CampaignTemplate: Sendable {
+    enum Wire: Sendable {
+        case binary(payload: Payload, expiration: UInt32, priority: UInt8)
+        case http2(HTTP2NotificationTemplate)
+    }
+
+    let wire: Wire
+    /// A personalized campaign's payload template: each recipient's payload is rendered from the
+    /// values its shard entry carries (``ShardWindow/values``).
+    let personalization: PayloadTemplate?
+
+    /// The payload of the recipient whose packed values are `values`. Values that do not fit the
+    /// template (never, for a shard its launch wrote) give the fallbacks.
+    func render(_ personalization: PayloadTemplate, _ values: [UInt8]) -> [UInt8] {
+        personalization.render(packed: values) ?? personalization.render(Array(repeating: nil, count: personalization.fields.count))
+    }
 }
 
 /// What a worker's senders counted, summed over every channel it made; printed when it exits.
@@ -58,8 +71,8 @@ public struct SenderTotals: Hashable, Sendable, Codable {
 /// One slot's sender, whichever protocol it speaks.
 protocol DeliveryChannel: Sendable {
     /// Hands `tokens` to the sender, tagged `firstTag`, `firstTag + 1`, …; suspends while the
-    /// sender's queue is full.
-    func send(_ tokens: [DeviceToken], firstTag: UInt64, template: CampaignTemplate) async throws
+    /// sender's queue is full. A personalized campaign's come with each recipient's packed values.
+    func send(_ tokens: [DeviceToken], values: [[UInt8]]?, firstTag: UInt64, template: CampaignTemplate) async throws
     /// Calls `body` with outcomes, in batches, until the channel is shut down.
     func forEachOutcomeBatch(_ body: ([DeliveryOutcome]) -> Void) async
     /// Takes back the notifications tagged `run` (under ``SlotContext/runMask``) that were never
@@ -104,9 +117,12 @@ public struct DeliveryTransport: Sendable {
             // its first notification, as a slot's does: the same channel, on the lanes' loop.
             makeLaneChannel: { makeChannel(laneLoops.next()) },
             makeTemplate: { descriptor in
-                .binary(
-                    payload: try Payload(jsonText: descriptor.payload, format: .binaryFrame),
-                    expiration: UInt32(clamping: descriptor.expiration), priority: UInt8(clamping: descriptor.priority)
+                CampaignTemplate(
+                    wire: .binary(
+                        payload: try Payload(jsonText: descriptor.payload, format: .binaryFrame),
+                        expiration: UInt32(clamping: descriptor.expiration), priority: UInt8(clamping: descriptor.priority)
+                    ),
+                    personalization: try descriptor.payloadTemplate()
                 )
             }
         )
@@ -128,14 +144,33 @@ public struct DeliveryTransport: Sendable {
             },
             makeTemplate: { descriptor in
                 let payload = try Payload(jsonText: descriptor.payload, format: .http2(pushType: descriptor.pushType))
-                return .http2(
-                    HTTP2NotificationTemplate(
-                        topic: descriptor.topic, pushType: descriptor.pushType, priority: descriptor.priority,
-                        expiration: Int64(descriptor.expiration), collapseID: descriptor.collapseID, payload: payload
+                let (topic, pushType, priority) = (descriptor.topic, descriptor.pushType, descriptor.priority)
+                let expiration = Int64(descriptor.expiration)
+                guard let personalization = try descriptor.payloadTemplate() else {
+                    let template = HTTP2NotificationTemplate(
+                        topic: topic, pushType: pushType, priority: priority, expiration: expiration, collapseID: descriptor.collapseID, payload: payload
                     )
+                    return CampaignTemplate(wire: .http2(template), personalization: nil)
+                }
+                let template = HTTP2NotificationTemplate.perRecipient(
+                    topic: topic, pushType: pushType, priority: priority, expiration: expiration, collapseID: descriptor.collapseID
                 )
+                return CampaignTemplate(wire: .http2(template), personalization: personalization)
             }
         )
+    }
+}
+
+extension CampaignDescriptor {
+    /// A personalized campaign's payload template; nil for any other campaign, whatever its
+    /// payload holds.
+    /// - Throws: ``PayloadTemplateError`` when a personalized campaign's payload has no placeholder.
+    func payloadTemplate() throws -> PayloadTemplate? {
+        guard self.personalized else { return nil }
+        guard let template = try PayloadTemplate(self.payload) else {
+            throw PayloadTemplateError("the personalized campaign \(self.id)'s payload has no placeholder")
+        }
+        return template
     }
 }
 
@@ -153,15 +188,19 @@ struct BinaryChannel: DeliveryChannel {
     /// outlasts the wait for each proof (``BinarySender/framesWanted``).
     var tokensWanted: Int? { self.sender.framesWanted }
 
-    func send(_ tokens: [DeviceToken], firstTag: UInt64, template: CampaignTemplate) async throws {
-        guard case .binary(let payload, let expiration, let priority) = template else {
+    func send(_ tokens: [DeviceToken], values: [[UInt8]]?, firstTag: UInt64, template: CampaignTemplate) async throws {
+        guard case .binary(let payload, let expiration, let priority) = template.wire else {
             preconditionFailure("a binary channel was given a template of another protocol")
         }
         var notifications: [BinaryNotification] = []
         notifications.reserveCapacity(tokens.count)
         for (offset, token) in tokens.enumerated() {
+            var own = payload
+            if let personalization = template.personalization, let values {
+                own = Payload(rendered: template.render(personalization, values[offset]), format: payload.format)
+            }
             notifications.append(
-                BinaryNotification(token: token, payload: payload, expiration: expiration, priority: priority, tag: firstTag + UInt64(offset))
+                BinaryNotification(token: token, payload: own, expiration: expiration, priority: priority, tag: firstTag + UInt64(offset))
             )
         }
         try await self.sender.send(notifications)
@@ -210,14 +249,18 @@ struct HTTP2Channel: DeliveryChannel {
     /// Answers come per request, so a few shards keep the streams full.
     var tokensWanted: Int? { nil }
 
-    func send(_ tokens: [DeviceToken], firstTag: UInt64, template: CampaignTemplate) async throws {
-        guard case .http2(let template) = template else {
+    func send(_ tokens: [DeviceToken], values: [[UInt8]]?, firstTag: UInt64, template campaign: CampaignTemplate) async throws {
+        guard case .http2(let template) = campaign.wire else {
             preconditionFailure("an HTTP/2 channel was given a template of another protocol")
         }
         var notifications: [HTTP2Notification] = []
         notifications.reserveCapacity(tokens.count)
         for (offset, token) in tokens.enumerated() {
-            notifications.append(HTTP2Notification(token: token, tag: firstTag + UInt64(offset), template: template))
+            var body: ByteBuffer? = nil
+            if let personalization = campaign.personalization, let values {
+                body = ByteBuffer(bytes: campaign.render(personalization, values[offset]))
+            }
+            notifications.append(HTTP2Notification(token: token, tag: firstTag + UInt64(offset), template: template, body: body))
         }
         try await self.sender.send(notifications)
     }
