@@ -176,6 +176,12 @@ public struct APIServer: Sendable {
         )
         launch.rateLimit = body.rateLimit
         launch.startsAt = body.startsAt
+        // A template is rendered from an audience file's fields, which this endpoint does not take.
+        for payload in [fields.payload] + body.variants.map(\.payload) + body.localized.map(\.payload) {
+            if PayloadTemplate.hasPlaceholders(payload.bytes) {
+                throw Self.badRequest("a payload with placeholders ({{…}}) is a template rendered from an audience file's fields: launch it with pushfleet launch --tokens FILE")
+            }
+        }
         if !body.variants.isEmpty || !body.localized.isEmpty || body.localTime != nil { return try await self.createInParts(launch, body) }
         let result: Launcher.Result
         do {

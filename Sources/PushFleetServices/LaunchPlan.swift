@@ -12,6 +12,10 @@ public struct LaunchPart: Sendable, Hashable {
     public var payload: Payload
     /// Its local-time start; nil starts it with the launch.
     public var startsAt: Date?
+    /// Its payload's template when the payload has placeholders: the part is a personalized
+    /// campaign, each recipient's values packed by the audience's source
+    /// (``PlannedTokenSource/batchValues``).
+    public var template: PayloadTemplate? { (try? PayloadTemplate(self.payload.bytes)) ?? nil }
 }
 
 /// How a launch in parts (split test, localized payloads, local-time delivery, or several of them)
@@ -27,6 +31,15 @@ public struct LaunchPlan: Sendable {
         case variants(VariantSplit, names: [String], payloads: [Payload])
         /// A payload per locale, and the fallback for every other recipient.
         case localized(LocaleChooser, payloads: [Payload], fallback: Payload)
+
+        /// Every payload a recipient may get.
+        public var all: [Payload] {
+            switch self {
+            case .one(let payload): [payload]
+            case .variants(_, _, let payloads): payloads
+            case .localized(_, let payloads, let fallback): payloads + [fallback]
+            }
+        }
     }
 
     public let payloads: Payloads
@@ -173,6 +186,13 @@ public protocol PlannedTokenSource {
     mutating func next(upTo maximum: Int) async throws -> [(token: DeviceToken, part: Int)]
     /// The plan, whose parts are complete once ``next(upTo:)`` has returned empty.
     var plan: LaunchPlan { get }
+    /// For the recipients of the last batch, in order: the packed values of those whose part is
+    /// personalized (``LaunchPart/template``), empty for the others; nil when no part is.
+    var batchValues: [[UInt8]]? { get }
+}
+
+extension PlannedTokenSource {
+    public var batchValues: [[UInt8]]? { nil }
 }
 
 /// A plain audience (tokens without fields) planned by its tokens alone.

@@ -59,10 +59,15 @@ public struct PartitionedLauncher: Sendable {
         var counts: [Int] = []
         var duplicates: [Int] = []
         var seen = TokenFingerprintSet()
+        // Whether each part is personalized, as the plan makes them.
+        var personalized: [Bool] = []
         while true {
             let batch = try await recipients.next(upTo: 4_096)
             if batch.isEmpty { break }
-            for (token, part) in batch {
+            let values = recipients.batchValues
+            let parts = recipients.plan.parts
+            while personalized.count < parts.count { personalized.append(parts[personalized.count].template != nil) }
+            for (index, (token, part)) in batch.enumerated() {
                 if let required = request.requiredTokenSize, token.count != required {
                     throw LaunchError.wrongTokenSize(token.count, required: required)
                 }
@@ -75,7 +80,17 @@ public struct PartitionedLauncher: Sendable {
                     continue
                 }
                 counts[part] += 1
-                try spill.append(token, to: part)
+                if personalized[part] {
+                    guard let values, values.count == batch.count else {
+                        // Only an audience file carries the fields a template needs.
+                        throw LaunchError(
+                            message: "the payload of part \(parts[part].name) is a template ({{…}}), but this audience gives no fields to fill it"
+                        )
+                    }
+                    try spill.append(token, values: values[index], to: part)
+                } else {
+                    try spill.append(token, to: part)
+                }
             }
         }
         try spill.finish()
@@ -112,8 +127,9 @@ public struct PartitionedLauncher: Sendable {
             // A local-time part whose start passed while the audience was read starts at once.
             child.startsAt = part.startsAt.map { $0 > Date() ? $0 : nil } ?? request.startsAt
             child.duplicatesDroppedEarlier = duplicates[index]
+            child.personalized = personalized[index]
             child.rateLimit = request.rateLimit.map { max(1, Int(Int64($0) * Int64(counts[index]) / Int64(startingTogether[part.startsAt] ?? 1))) }
-            var source = spill.tokens(of: index)
+            var source = spill.tokens(of: index, personalized: personalized[index])
             results.append(PartResult(part: part, launch: try await self.launcher.launch(child, tokens: &source)))
         }
         return Result(id: id, parts: results)
@@ -139,7 +155,8 @@ public struct PartitionedLauncher: Sendable {
 
 /// Each part's recipients while a launch in parts creates its campaigns, in one temporary file:
 /// chunks of about 16 KiB of one part's recipients each (a byte of length, then the token's
-/// bytes), written as a part's buffer fills. One descriptor whatever the number of parts, and the
+/// bytes, then for a personalized part the values' length in LEB128 and the values), written as
+/// a part's buffer fills. One descriptor whatever the number of parts, and the
 /// file is unlinked as soon as it is made, so nothing is left behind however the launch ends.
 final class AudienceSpill {
     private let descriptor: Int32
@@ -161,13 +178,18 @@ final class AudienceSpill {
 
     deinit { close(self.descriptor) }
 
-    func append(_ token: DeviceToken, to part: Int) throws {
+    /// Sets `token` aside for `part`, with its packed `values` when the part is personalized.
+    func append(_ token: DeviceToken, values: [UInt8]? = nil, to part: Int) throws {
         while self.buffers.count <= part {
             self.buffers.append([])
             self.chunks.append([])
         }
         self.buffers[part].append(UInt8(token.count))
         token.withUnsafeBytes { self.buffers[part].append(contentsOf: $0) }
+        if let values {
+            LEB128.append(values.count, to: &self.buffers[part])
+            self.buffers[part].append(contentsOf: values)
+        }
         if self.buffers[part].count >= Self.chunkSize { try self.flush(part) }
     }
 
@@ -185,9 +207,9 @@ final class AudienceSpill {
         self.buffers[part].removeAll(keepingCapacity: true)
     }
 
-    /// Part `part`'s recipients, in the order appended.
-    func tokens(of part: Int) -> SpilledTokens {
-        SpilledTokens(spill: self, chunks: self.chunks.indices.contains(part) ? self.chunks[part] : [])
+    /// Part `part`'s recipients, in the order appended, with their values if it is `personalized`.
+    func tokens(of part: Int, personalized: Bool) -> SpilledTokens {
+        SpilledTokens(spill: self, chunks: self.chunks.indices.contains(part) ? self.chunks[part] : [], personalized: personalized)
     }
 
     fileprivate func read(_ chunk: (offset: Int64, count: Int)) throws -> [UInt8] {
@@ -206,26 +228,39 @@ final class AudienceSpill {
 struct SpilledTokens: TokenSource {
     let spill: AudienceSpill
     let chunks: [(offset: Int64, count: Int)]
+    let personalized: Bool
     private var next = 0
+    private(set) var batchValues: [[UInt8]]?
 
-    init(spill: AudienceSpill, chunks: [(offset: Int64, count: Int)]) {
+    init(spill: AudienceSpill, chunks: [(offset: Int64, count: Int)], personalized: Bool) {
         self.spill = spill
         self.chunks = chunks
+        self.personalized = personalized
     }
 
     mutating func next(upTo maximum: Int) async throws -> [DeviceToken] {
         var tokens: [DeviceToken] = []
+        var values: [[UInt8]] = []
         // Whole chunks (a chunk holds some hundreds of tokens): a little over `maximum` at most.
         while tokens.count < maximum, self.next < self.chunks.count {
             let bytes = try self.spill.read(self.chunks[self.next])
             self.next += 1
-            var index = 0
-            while index < bytes.count {
-                let length = Int(bytes[index])
-                tokens.append(try DeviceToken(bytes: bytes[(index + 1)..<(index + 1 + length)]))
-                index += 1 + length
+            try bytes.withUnsafeBytes { raw in
+                var index = 0
+                while index < raw.count {
+                    let length = Int(raw[index])
+                    tokens.append(try DeviceToken(bytes: UnsafeRawBufferPointer(rebasing: raw[(index + 1)..<(index + 1 + length)])))
+                    index += 1 + length
+                    guard self.personalized else { continue }
+                    guard let count = LEB128.read(raw, at: &index), count <= raw.count - index else {
+                        throw LaunchError(message: "the launch's temporary file holds a malformed recipient")
+                    }
+                    values.append(Array(raw[index..<(index + count)]))
+                    index += count
+                }
             }
         }
+        self.batchValues = self.personalized ? values : nil
         return tokens
     }
 }

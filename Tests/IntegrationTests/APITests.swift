@@ -152,6 +152,15 @@ import Glibc
             )
             #expect(throttled.status == 400, "\(throttled.body)")
             #expect(throttled.body.contains("rate"), "\(throttled.body)")
+            // A template needs an audience file's fields (`pushfleet launch --tokens`).
+            for payload in [#"{"aps":{"alert":"Hi {{first_name}}"}}"#, #"{"aps":{"alert":"Hi {{first name}}"}}"#] {
+                let template = try await server.call(
+                    "POST", "/v1/campaigns", key: bearer,
+                    body: #"{"id":"\#(id.uuidString)","topic":"\#(topic)","tokens":["\#(token.hexString)"],"payload":\#(payload)}"#
+                )
+                #expect(template.status == 400, "\(template.body)")
+                #expect(template.body.contains("placeholders"), "\(template.body)")
+            }
             let device = try await server.call(
                 "PUT", "/v1/devices/\(token.hexString)", key: bearer, body: #"{"topic":"\#(topic)","user":"u","platform":"amiga"}"#
             )

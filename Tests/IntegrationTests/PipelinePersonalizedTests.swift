@@ -74,3 +74,47 @@ extension PipelineTests {
         await stopAll(workers + [coordinator])
     }
 }
+
+/// Personalization in a launch in parts: the French payload is a template, the fallback is not.
+/// French recipients get their own renderings, every other recipient the fallback as it is,
+/// each once, on either protocol.
+extension PipelineTests {
+    @Test(arguments: ["binary", "http2"])
+    func aLocalizedTemplateIsRenderedForItsLocaleOnly(protocol: String) async throws {
+        let http2 = `protocol` == "http2"
+        let fixture = try await PipelineFixture.start(count: 6_000)
+        defer { Task { await fixture.stop() } }
+        let coordinator = try fixture.startCoordinator()
+        let workers = try (0..<2).map { _ in try fixture.startWorker(protocol: `protocol`) }
+
+        var lines = ["token,locale,first_name"]
+        for (index, token) in fixture.tokens.enumerated() {
+            lines.append("\(token.hexString),\(index % 2 == 0 ? "fr_FR" : "en"),Prénom\(index)")
+        }
+        let audience = NSTemporaryDirectory() + "pushfleet-personalized-parts-\(UUID().uuidString).csv"
+        try lines.joined(separator: "\n").write(toFile: audience, atomically: true, encoding: .utf8)
+        defer { try? FileManager.default.removeItem(atPath: audience) }
+        let id = try await fixture.launch(
+            ["--payload", #"{"aps":{"alert":"Hello"}}"#, "--localized", #"fr={"aps":{"alert":"Bonjour {{first_name}}"}}"#],
+            protocol: `protocol`, audience: audience
+        )
+        let deadline = ContinuousClock.now + .seconds(600)
+        var status: [String: Any] = [:]
+        while ContinuousClock.now < deadline {
+            let result = try await PushFleetProcess.run(["status", id.uuidString, "--json"] + fixture.stateArguments)
+            status = try #require(try JSONSerialization.jsonObject(with: Data(result.output.utf8)) as? [String: Any], "\(result.error)")
+            if status["state"] as? String == "completed" { break }
+            try await Task.sleep(for: .milliseconds(500))
+        }
+        #expect(status["state"] as? String == "completed", "\(status)")
+        fixture.expectReconciled(status, duplicatesAllowed: 0, http2: http2)
+        let undeliverable = http2 ? fixture.invalid.union(fixture.unregistered) : fixture.invalid
+        var wrong: [String] = []
+        for (index, token) in fixture.tokens.enumerated() where !undeliverable.contains(token) {
+            let payload = index % 2 == 0 ? #"{"aps":{"alert":"Bonjour Prénom\#(index)"}}"# : #"{"aps":{"alert":"Hello"}}"#
+            if fixture.mock.ledger.payloadDigest(of: token) != DeliveryLedger.digest(Array(payload.utf8)) { wrong.append("line \(index + 2)") }
+        }
+        #expect(wrong.isEmpty, "\(wrong.count) recipients got another payload than their own, first \(wrong.prefix(5))")
+        await stopAll(workers + [coordinator])
+    }
+}

@@ -114,7 +114,8 @@ struct Launch: AsyncParsableCommand {
         )
         request.rateLimit = self.rate
         request.startsAt = self.at.flatMap(Self.parseTime)
-        let template = try self.payloadTemplate(request.payload, variants: variants)
+        let template = try variants.isEmpty ? self.template(of: request.payload, option: "--payload") : nil
+        for variant in variants { _ = try self.template(of: variant.payload, option: "--variant \(variant.name)") }
         if let plan = try self.plan(variants: variants, request: &request) {
             // The launch's id before its parts are launched: one that dies half way is finished by
             // launching again with it.
@@ -126,9 +127,13 @@ struct Launch: AsyncParsableCommand {
                 let launcher = PartitionedLauncher(launcher: Launcher(queue: queue, store: store))
                 if let path = self.tokens {
                     // A CSV audience must have the columns the plan reads.
-                    let required = (self.localized.isEmpty ? [] : [self.localeField]) + (self.localTime == nil ? [] : [self.zoneField])
-                    let reader = try TokenFileReader(path: path, fields: [self.localeField, self.zoneField], required: Set(required))
-                    var source = FilePlannedTokenSource(FileTokenSource(reader: reader, requiredSize: request.requiredTokenSize), plan: plan)
+                    // and a column for each placeholder of its payloads.
+                    let templateFields = FilePlannedTokenSource.fields(of: plan.payloads.all)
+                    let required = (self.localized.isEmpty ? [] : [self.localeField]) + (self.localTime == nil ? [] : [self.zoneField]) + templateFields
+                    let fields = [self.localeField, self.zoneField] + templateFields
+                    let reader = try TokenFileReader(path: path, fields: fields, required: Set(required))
+                    let tokens = FileTokenSource(reader: reader, requiredSize: request.requiredTokenSize)
+                    var source = FilePlannedTokenSource(tokens, plan: plan, format: n.payloadFormat)
                     return try await launcher.launch(request, recipients: &source)
                 }
                 var source = RegistryPlannedTokenSource(store: store, topic: n.topic, environment: n.environment, plan: plan)
@@ -165,31 +170,17 @@ struct Launch: AsyncParsableCommand {
 
     /// The template of a payload with placeholders (`{{first_name}}`), rendered per recipient from
     /// the fields of its audience line; nil for a payload without.
-    private func payloadTemplate(_ payload: Payload, variants: [SplitTest.Variant]) throws -> PayloadTemplate? {
+    /// - Throws: ``CLIError`` naming the option for a bad placeholder, or for a template without
+    ///   an audience file (only a file carries fields).
+    private func template(of payload: Payload, option: String) throws -> PayloadTemplate? {
         let template: PayloadTemplate?
         do {
             template = try PayloadTemplate(payload.bytes)
         } catch {
-            throw CLIError("--payload: \(error)")
+            throw CLIError("\(option): \(error)")
         }
-        if variants.contains(where: { Self.isTemplate($0.payload) }) { throw Self.templateInParts }
-        guard template != nil else { return nil }
-        guard self.tokens != nil else {
-            throw CLIError("--payload is a template ({{…}}), rendered from each recipient's fields: give --tokens with an audience of CSV or JSON lines")
-        }
-        guard self.variant.isEmpty, self.localized.isEmpty, self.localTime == nil else { throw Self.templateInParts }
-        return template
-    }
-
-    private static let templateInParts = CLIError("a payload template ({{…}}) goes with one --payload: not yet with --variant, --localized or --local-time")
-
-    /// Whether a payload has placeholders (good or bad ones).
-    private static func isTemplate(_ payload: Payload) -> Bool {
-        do {
-            return try PayloadTemplate(payload.bytes) != nil
-        } catch {
-            return true
-        }
+        guard template != nil, self.tokens == nil else { return template }
+        throw CLIError("\(option) is a template ({{…}}), rendered from each recipient's fields: give --tokens with an audience of CSV or JSON lines")
     }
 
     /// The plan of a launch in parts (a split test, localized payloads, local time), with the
@@ -207,12 +198,9 @@ struct Launch: AsyncParsableCommand {
             guard Set(locales.map { LocaleChooser.normalized($0.locale) }).count == locales.count else {
                 throw CLIError("two --localized payloads are for the same locale")
             }
-            payloads = .localized(
-                LocaleChooser(locales: locales.map(\.locale)),
-                payloads: try locales.map { try PayloadOption.load($0.payload, format: format, option: "--localized \($0.locale)") },
-                fallback: request.payload
-            )
-            if case .localized(_, let localized, _) = payloads, localized.contains(where: Self.isTemplate) { throw Self.templateInParts }
+            let localized = try locales.map { try PayloadOption.load($0.payload, format: format, option: "--localized \($0.locale)") }
+            for (locale, payload) in zip(locales, localized) { _ = try self.template(of: payload, option: "--localized \(locale.locale)") }
+            payloads = .localized(LocaleChooser(locales: locales.map(\.locale)), payloads: localized, fallback: request.payload)
         } else {
             payloads = .one(request.payload)
         }

@@ -56,20 +56,23 @@ struct PersonalizedFileTokenSource: TokenSource {
         }
         var packed: [[UInt8]] = []
         packed.reserveCapacity(batch.count)
-        let limit = self.format.maximumByteCount
         for index in batch.indices {
             let values = self.template.pack(reader.batchValues[index])
-            let size = self.template.renderedSize(packed: values)!
-            if size > limit {
-                throw CLIError(
-                    "\(reader.path):\(reader.lineOf(tokenAtBatchIndex: index)): the payload rendered for this recipient is \(size) bytes, "
-                        + "\(size - limit) over the \(limit)-byte limit of the \(self.format)"
-                )
-            }
+            try Self.check(self.template.renderedSize(packed: values)!, format: self.format, reader: reader, index: index)
             packed.append(values)
         }
         self.batchValues = packed
         return batch
+    }
+
+    /// Refuses a rendering of `size` bytes over the format's limit, naming the recipient's line.
+    static func check(_ size: Int, format: PayloadFormat, reader: TokenFileReader, index: Int) throws {
+        let limit = format.maximumByteCount
+        guard size > limit else { return }
+        throw CLIError(
+            "\(reader.path):\(reader.lineOf(tokenAtBatchIndex: index)): the payload rendered for this recipient is \(size) bytes, "
+                + "\(size - limit) over the \(limit)-byte limit of the \(format)"
+        )
     }
 }
 
@@ -104,21 +107,64 @@ struct FileProgress {
 
 /// A token file with fields per recipient (or without: then every recipient has none) planned by
 /// its tokens, locales and time zones (the reader's first two fields); errors name the file and line.
+/// The recipients of a part whose payload is a template get their values packed from the fields
+/// after those, each rendering checked against the format's limit.
 struct FilePlannedTokenSource: PlannedTokenSource {
     var tokens: FileTokenSource
     private(set) var plan: LaunchPlan
+    private(set) var batchValues: [[UInt8]]?
+    /// Each part's template, and where the reader holds each of its fields, as parts are made.
+    private var templates: [(template: PayloadTemplate, fields: [Int])?] = []
+    let format: PayloadFormat
 
-    init(_ tokens: FileTokenSource, plan: LaunchPlan) {
+    /// - Parameter tokens: read with ``TokenFileReader/fields`` the locale's and the zone's
+    ///   fields, then every field the plan's templates name (``fields(of:)``).
+    init(_ tokens: FileTokenSource, plan: LaunchPlan, format: PayloadFormat) {
         self.tokens = tokens
         self.plan = plan
+        self.format = format
+    }
+
+    /// The fields the templates among `payloads` name, each once, in order.
+    static func fields(of payloads: [Payload]) -> [String] {
+        var fields: [String] = []
+        for payload in payloads {
+            for field in ((try? PayloadTemplate(payload.bytes)) ?? nil)?.fields ?? [] where !fields.contains(field) { fields.append(field) }
+        }
+        return fields
     }
 
     mutating func next(upTo maximum: Int) async throws -> [(token: DeviceToken, part: Int)] {
         let batch = try await self.tokens.next(upTo: maximum)
         let reader = self.tokens.reader
         let recipients = batch.enumerated().map { index, token in (token, reader.batchValues[index][0], reader.batchValues[index][1]) }
-        return try self.plan.parts(of: recipients) { index, error in
+        let planned = try self.plan.parts(of: recipients) { index, error in
             CLIError("\(reader.path):\(reader.lineOf(tokenAtBatchIndex: index)): \(error)")
         }
+        while self.templates.count < self.plan.parts.count {
+            self.templates.append(self.plan.parts[self.templates.count].template.map { template in
+                (template, template.fields.map { reader.fields.firstIndex(of: $0)! })
+            })
+        }
+        guard self.templates.contains(where: { $0 != nil }) else {
+            self.batchValues = nil
+            return planned
+        }
+        if !batch.isEmpty, !reader.hasFields {
+            throw CLIError("\(reader.path): a payload of this launch is a template, but the audience has no fields: give CSV with a header line, or JSON lines")
+        }
+        var packed: [[UInt8]] = []
+        packed.reserveCapacity(planned.count)
+        for (index, recipient) in planned.enumerated() {
+            guard let (template, fields) = self.templates[recipient.part] else {
+                packed.append([])
+                continue
+            }
+            let values = template.pack(fields.map { reader.batchValues[index][$0] })
+            try PersonalizedFileTokenSource.check(template.renderedSize(packed: values)!, format: self.format, reader: reader, index: index)
+            packed.append(values)
+        }
+        self.batchValues = packed
+        return planned
     }
 }
