@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # scripts/bench.sh [--tokens N] [--workers W] [--connections C] [--protocol binary|http2] [--error-delay-ms D]
-#                  [--stale-percent P] [--doorbell] [--unkind-gateway] [--rate R]
+#                  [--stale-percent P] [--doorbell] [--unkind-gateway] [--rate R] [--personalized]
 #
 # The whole system on this machine, everything local: Redis, Postgres, the simulator, a
 # coordinator and W workers as separate processes; one campaign of N tokens (default
@@ -23,6 +23,10 @@
 # the deliveries of each second as the simulator's ledger counted them, with the spread of the full
 # seconds (the first and last are partial).
 #
+# --personalized launches a personalized campaign: the audience is CSV with two fields per
+# recipient (`first_name`, `offer`) and the payload a template naming both, rendered per
+# recipient by the workers.
+#
 # --unkind-gateway (HTTP/2) makes the simulator behave as common HTTP/2 servers do rather than as
 # kindly as it can: 250 streams per connection, HTTP/2's 65,535-byte window for request bodies
 # refunded with a WINDOW_UPDATE per request, every answer frame in a TLS record of its own; and 20%
@@ -43,6 +47,7 @@ stale_percent=
 doorbell=0
 unkind=0
 rate=
+personalized=0
 while (($#)); do
     case "$1" in
         --tokens) tokens="$2"; shift 2 ;;
@@ -54,6 +59,7 @@ while (($#)); do
         --doorbell) doorbell=1; shift ;;
         --unkind-gateway) unkind=1; shift ;;
         --rate) rate="$2"; shift 2 ;;
+        --personalized) personalized=1; shift ;;
         *) echo "unknown option $1" >&2; exit 2 ;;
     esac
 done
@@ -116,6 +122,7 @@ if [[ -n "$rate" ]]; then
     ((status == 0)) || tail -n 20 "$tmp/demo.err" >&2
     exit "$status"
 fi
+((personalized == 0)) || gateway_note="$gateway_note, personalized (2 fields)"
 echo "run: $tokens tokens ($stale_percent% stale), $workers workers x $connections connections, $protocol, simulator error delay $error_delay_ms ms$gateway_note"
 
 head -c $((tokens * 32)) /dev/urandom | od -An -v -tx1 -w32 | tr -d ' ' >"$tmp/tokens.txt"
@@ -129,6 +136,13 @@ if ((stale > 0)); then
         -v invalid="$tmp/invalid.txt" -v unregistered="$tmp/unregistered.txt" '
         { i = NR - 1; if (int((i + 1) * s / n) > int(i * s / n)) { k++; print > ((split_half && k % 2 == 0) ? unregistered : invalid) } }
     ' "$tmp/tokens.txt"
+fi
+audience="$tmp/tokens.txt"
+payload='{"aps":{"alert":"Ding dong: someone is at the door","sound":"default"}}'
+if ((personalized)); then
+    audience="$tmp/audience.csv"
+    awk 'BEGIN { print "token,first_name,offer" } { printf "%s,Name%d,%d%% off\n", $0, NR, 10 + NR % 90 }' "$tmp/tokens.txt" >"$audience"
+    payload='{"aps":{"alert":"Hi {{first_name|there}}, {{offer}} today","sound":"default"}}'
 fi
 invalid_count="$(wc -l <"$tmp/invalid.txt")"
 unregistered_count="$(wc -l <"$tmp/unregistered.txt")"
@@ -149,7 +163,7 @@ fi
 # Launch alone first, so that its rate and Redis's memory are measured without the fleet.
 memory_before="$(redis_memory)"
 start="$(now)"
-id="$("$bin" launch --topic "$topic" --protocol "$protocol" --tokens "$tmp/tokens.txt" --payload '{"aps":{"alert":"Ding dong: someone is at the door","sound":"default"}}' | tail -n 1)"
+id="$("$bin" launch --topic "$topic" --protocol "$protocol" --tokens "$audience" --payload "$payload" | tail -n 1)"
 launched="$(now)"
 memory_after="$(redis_memory)"
 

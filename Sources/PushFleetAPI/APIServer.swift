@@ -176,10 +176,18 @@ public struct APIServer: Sendable {
         )
         launch.rateLimit = body.rateLimit
         launch.startsAt = body.startsAt
-        // A template is rendered from an audience file's fields, which this endpoint does not take.
+        // A template is rendered from each recipient's fields: only "recipients" carry them.
+        var templates = false
         for payload in [fields.payload] + body.variants.map(\.payload) + body.localized.map(\.payload) {
-            if PayloadTemplate.hasPlaceholders(payload.bytes) {
-                throw Self.badRequest("a payload with placeholders ({{…}}) is a template rendered from an audience file's fields: launch it with pushfleet launch --tokens FILE")
+            do {
+                templates = try PayloadTemplate(payload.bytes) != nil || templates
+            } catch {
+                throw Self.badRequest("a payload's placeholders: \(error)")
+            }
+        }
+        if templates {
+            guard case .recipients = body.audience else {
+                throw Self.badRequest("a payload with placeholders ({{…}}) is rendered from each recipient's fields: give \"recipients\" with them")
             }
         }
         if !body.variants.isEmpty || !body.localized.isEmpty || body.localTime != nil { return try await self.createInParts(launch, body) }
@@ -190,8 +198,14 @@ public struct APIServer: Sendable {
                 var source = ArrayTokenSource(tokens)
                 result = try await launcher.launch(launch, tokens: &source)
             case .recipients(let recipients):
-                var source = ArrayTokenSource(recipients.map(\.token))
-                result = try await launcher.launch(launch, tokens: &source)
+                if let template = try PayloadTemplate(fields.payload.bytes) {
+                    launch.personalized = true
+                    var source = RecipientsTokenSource(recipients: recipients, template: template, format: fields.payload.format)
+                    result = try await launcher.launch(launch, tokens: &source)
+                } else {
+                    var source = ArrayTokenSource(recipients.map(\.token))
+                    result = try await launcher.launch(launch, tokens: &source)
+                }
             case .registry:
                 var source = RegistryTokenSource(store: self.store, topic: fields.topic, environment: fields.environment)
                 result = try await launcher.launch(launch, tokens: &source)
@@ -345,7 +359,10 @@ public struct APIServer: Sendable {
 struct RecipientsPlannedTokenSource: PlannedTokenSource {
     let recipients: [RecipientBody]
     private(set) var plan: LaunchPlan
+    private(set) var batchValues: [[UInt8]]?
     private var next = 0
+    /// Each part's template, as parts are made.
+    private var templates: [PayloadTemplate?] = []
 
     init(recipients: [RecipientBody], plan: LaunchPlan) {
         self.recipients = recipients
@@ -355,8 +372,52 @@ struct RecipientsPlannedTokenSource: PlannedTokenSource {
     mutating func next(upTo maximum: Int) async throws -> [(token: DeviceToken, part: Int)] {
         let (start, end) = (self.next, min(self.recipients.count, self.next + maximum))
         self.next = end
-        return try self.plan.parts(of: self.recipients[start..<end].map { ($0.token, $0.locale, $0.zone) }) { index, error in
+        let planned = try self.plan.parts(of: self.recipients[start..<end].map { ($0.token, $0.locale, $0.zone) }) { index, error in
             HTTPError(.badRequest, message: "\"recipients\"[\(start + index)]: \(error)")
+        }
+        while self.templates.count < self.plan.parts.count { self.templates.append(self.plan.parts[self.templates.count].template) }
+        guard self.templates.contains(where: { $0 != nil }) else { return planned }
+        var values: [[UInt8]] = []
+        values.reserveCapacity(planned.count)
+        for (index, recipient) in planned.enumerated() {
+            guard let template = self.templates[recipient.part] else {
+                values.append([])
+                continue
+            }
+            values.append(try RecipientsTokenSource.pack(self.recipients[start + index], index: start + index, template, self.plan.parts[recipient.part].payload.format))
+        }
+        self.batchValues = values
+        return planned
+    }
+}
+
+/// The recipients of `POST /v1/campaigns` with the values of its payload template.
+struct RecipientsTokenSource: TokenSource {
+    let recipients: [RecipientBody]
+    let template: PayloadTemplate
+    let format: PayloadFormat
+    private(set) var batchValues: [[UInt8]]? = []
+    private var next = 0
+
+    init(recipients: [RecipientBody], template: PayloadTemplate, format: PayloadFormat) {
+        self.recipients = recipients
+        self.template = template
+        self.format = format
+    }
+
+    mutating func next(upTo maximum: Int) async throws -> [DeviceToken] {
+        let (start, end) = (self.next, min(self.recipients.count, self.next + maximum))
+        self.next = end
+        self.batchValues = try (start..<end).map { try Self.pack(self.recipients[$0], index: $0, self.template, self.format) }
+        return self.recipients[start..<end].map(\.token)
+    }
+
+    /// The packed values of recipient `index`; a refusal names it.
+    static func pack(_ recipient: RecipientBody, index: Int, _ template: PayloadTemplate, _ format: PayloadFormat) throws -> [UInt8] {
+        do {
+            return try RecipientValues.pack(template, format: format) { try recipient.field($0) }
+        } catch {
+            throw HTTPError(.badRequest, message: "\"recipients\"[\(index)]: \(error)")
         }
     }
 }

@@ -51,10 +51,11 @@ enum OpenAPIDocument {
                 "properties": {
                   "tokens": { "type": "array", "items": { "type": "string", "description": "hex" } },
                   "recipients": {
-                    "type": "array", "description": "tokens with the fields localized and local_time read",
+                    "type": "array", "description": "tokens with the fields localized and local_time read, and those a payload template's placeholders name ({{first_name}}: strings or numbers)",
                     "items": {
                       "type": "object", "required": ["token"],
-                      "properties": { "token": { "type": "string" }, "locale": { "type": "string" }, "time_zone": { "type": "string", "description": "IANA, such as Europe/Paris" } }
+                      "properties": { "token": { "type": "string" }, "locale": { "type": "string" }, "time_zone": { "type": "string", "description": "IANA, such as Europe/Paris" } },
+                      "additionalProperties": { "type": ["string", "number", "null"] }
                     }
                   },
                   "from_registry": { "type": "boolean" },

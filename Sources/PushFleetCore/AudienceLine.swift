@@ -64,15 +64,20 @@ public enum AudienceLine {
         guard case .string(let token)? = value["token"] else { throw AudienceLineError("the object has no \"token\" string") }
         var values: [String?] = []
         values.reserveCapacity(names.count)
-        for name in names {
-            switch value[name] {
-            case nil, .null?: values.append(nil)
-            case .string(let text)?: values.append(text.isEmpty ? nil : text)
-            case .number(let text)?: values.append(text)
-            default: throw AudienceLineError("the member \"\(name)\" is not a string")
-            }
-        }
+        for name in names { values.append(try Self.field(name, of: value)) }
         return (token, values)
+    }
+
+    /// The value of the member `name` of a recipient's JSON object: its text, a number as written,
+    /// nil when it is absent, null or empty.
+    /// - Throws: ``AudienceLineError`` for a member of another type.
+    public static func field(_ name: String, of object: JSONValue) throws(AudienceLineError) -> String? {
+        switch object[name] {
+        case nil, .null?: return nil
+        case .string(let text)?: return text.isEmpty ? nil : text
+        case .number(let text)?: return text
+        default: throw AudienceLineError("the member \"\(name)\" is not a string")
+        }
     }
 }
 

@@ -203,6 +203,50 @@ import Glibc
         await server.stop()
     }
 
+    /// A personalized campaign through the API: each recipient's members fill the template's
+    /// placeholders (a number as written, a missing one its fallback), packed in its shard and
+    /// marked for the workers; a recipient whose rendering is too large gets 400 naming it, and
+    /// nothing is created.
+    @Test func aPersonalizedCampaignThroughTheAPIStoresEachRecipientsValues() async throws {
+        let server = try await Server.start()
+        try await PostgresFixture.withStore { store in
+            let topic = PostgresFixture.topic("api-personalized")
+            let (_, bearer) = try await store.createAPIKey(topics: [topic])
+            let tokens = PostgresFixture.tokens(3)
+            let template = #"{"aps":{"alert":"Hi {{first_name|there}}, {{offer}}% off"}}"#
+            let recipients = [
+                #"{"token":"\#(tokens[0].hexString)","first_name":"Zoë \"Z\"","offer":20}"#,
+                #"{"token":"\#(tokens[1].hexString)","offer":"5"}"#,
+                #"{"token":"\#(tokens[2].hexString)","first_name":"","offer":null}"#,
+            ]
+            let expected = [#"{"aps":{"alert":"Hi Zoë \"Z\", 20% off"}}"#, #"{"aps":{"alert":"Hi there, 5% off"}}"#, #"{"aps":{"alert":"Hi there, % off"}}"#]
+            let id = UUID()
+            let created = try await server.call(
+                "POST", "/v1/campaigns", key: bearer,
+                body: #"{"id":"\#(id.uuidString)","topic":"\#(topic)","recipients":[\#(recipients.joined(separator: ","))],"payload":\#(template)}"#
+            )
+            #expect(created.status == 201, "\(created.body)")
+            let definition = try #require(try await store.campaignDefinition(id))
+            #expect(definition.personalized)
+            let stored = try #require(try await store.shardRecipients(campaign: id, shards: [0])[0])
+            #expect(stored.tokens == tokens)
+            let rendering = try #require(try PayloadTemplate(definition.payload))
+            #expect(try #require(stored.values).map { rendering.render(packed: $0).map { String(decoding: $0, as: UTF8.self) } } == expected)
+            _ = try await store.setState(id, to: .cancelled, from: [.scheduled, .running, .pending])
+
+            let big = String(repeating: "x", count: 4_096)
+            let refused = UUID()
+            let tooLarge = try await server.call(
+                "POST", "/v1/campaigns", key: bearer,
+                body: #"{"id":"\#(refused.uuidString)","topic":"\#(topic)","recipients":[\#(recipients[0]),{"token":"\#(tokens[1].hexString)","offer":"\#(big)"}],"payload":\#(template)}"#
+            )
+            #expect(tooLarge.status == 400, "\(tooLarge.body)")
+            #expect(tooLarge.body.contains("recipients\\\"[1]: the payload rendered for this recipient is 4131 bytes, 35 over"), "\(tooLarge.body)")
+            #expect(try await store.campaign(refused) == nil)
+        }
+        await server.stop()
+    }
+
     /// A split test through the API: created with `variants`, reported by its id with each
     /// variant side by side; a single variant, or variants beside a payload, get 400.
     @Test func aSplitTestLaunchedThroughTheAPIIsReportedByItsID() async throws {

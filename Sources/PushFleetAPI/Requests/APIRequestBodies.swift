@@ -94,7 +94,8 @@ package struct NotifyBody: Equatable {
 package struct CampaignBody: Equatable {
     package enum Audience: Equatable {
         case tokens([DeviceToken])
-        /// `recipients`: tokens with their locale and time zone, for `localized` and `local_time`.
+        /// `recipients`: tokens with their locale, time zone and fields, for `localized`,
+        /// `local_time` and payload templates.
         case recipients([RecipientBody])
         case registry
     }
@@ -182,18 +183,25 @@ package struct CampaignBody: Equatable {
         case (nil, nil, .bool(true)?): self.audience = .registry
         default:
             throw APIInputError(
-                "give \"tokens\" (an array of hex strings), \"recipients\" (an array of {\"token\", \"locale\", \"time_zone\"}) or \"from_registry\": true"
+                "give \"tokens\" (an array of hex strings), \"recipients\" (an array of {\"token\", \"locale\", \"time_zone\", fields…}) or \"from_registry\": true"
             )
         }
     }
 }
 
-/// A recipient of `POST /v1/campaigns` with the fields a launch in parts reads:
-/// `{"token": "…", "locale": "fr_FR", "time_zone": "Europe/Paris"}`.
+/// A recipient of `POST /v1/campaigns` with the fields a launch reads:
+/// `{"token": "…", "locale": "fr_FR", "time_zone": "Europe/Paris", "first_name": "Zoë"}`, the
+/// others for the placeholders of a payload template.
 package struct RecipientBody: Equatable, Sendable {
     package var token: DeviceToken
     package var locale: String?
     package var zone: String?
+    /// The whole object, whose members fill a template's placeholders.
+    package var object: JSONValue = .null
+
+    /// The value of the member `name` for a template's placeholder (nil: none).
+    /// - Throws: ``AudienceLineError`` for a member that is not a string or a number.
+    package func field(_ name: String) throws(AudienceLineError) -> String? { try AudienceLine.field(name, of: self.object) }
 
     static func list(_ list: [JSONValue]) throws(APIInputError) -> [RecipientBody] {
         var recipients: [RecipientBody] = []
@@ -204,7 +212,8 @@ package struct RecipientBody: Equatable, Sendable {
             }
             do {
                 recipients.append(RecipientBody(
-                    token: try DeviceToken(hex: hex), locale: try APIBody.optionalString(item, "locale"), zone: try APIBody.optionalString(item, "time_zone")
+                    token: try DeviceToken(hex: hex), locale: try APIBody.optionalString(item, "locale"), zone: try APIBody.optionalString(item, "time_zone"),
+                    object: item
                 ))
             } catch {
                 throw APIInputError("\"recipients\"[\(offset)]: \(error)")

@@ -57,22 +57,25 @@ struct PersonalizedFileTokenSource: TokenSource {
         var packed: [[UInt8]] = []
         packed.reserveCapacity(batch.count)
         for index in batch.indices {
-            let values = self.template.pack(reader.batchValues[index])
-            try Self.check(self.template.renderedSize(packed: values)!, format: self.format, reader: reader, index: index)
-            packed.append(values)
+            let values = reader.batchValues[index]
+            packed.append(try Self.pack(self.template, format: self.format, reader: reader, index: index) { values[$0] })
         }
         self.batchValues = packed
         return batch
     }
 
-    /// Refuses a rendering of `size` bytes over the format's limit, naming the recipient's line.
-    static func check(_ size: Int, format: PayloadFormat, reader: TokenFileReader, index: Int) throws {
-        let limit = format.maximumByteCount
-        guard size > limit else { return }
-        throw CLIError(
-            "\(reader.path):\(reader.lineOf(tokenAtBatchIndex: index)): the payload rendered for this recipient is \(size) bytes, "
-                + "\(size - limit) over the \(limit)-byte limit of the \(format)"
-        )
+    /// ``RecipientValues/pack(_:format:value:)`` for recipient `index` of the reader's batch, whose
+    /// value of the template's field `i` is `value(i)`; a refusal names the recipient's line.
+    static func pack(_ template: PayloadTemplate, format: PayloadFormat, reader: TokenFileReader, index: Int, value: (Int) -> String?) throws -> [UInt8] {
+        var field = 0
+        do {
+            return try RecipientValues.pack(template, format: format) { _ in
+                defer { field += 1 }
+                return value(field)
+            }
+        } catch {
+            throw CLIError("\(reader.path):\(reader.lineOf(tokenAtBatchIndex: index)): \(error)")
+        }
     }
 }
 
@@ -160,9 +163,8 @@ struct FilePlannedTokenSource: PlannedTokenSource {
                 packed.append([])
                 continue
             }
-            let values = template.pack(fields.map { reader.batchValues[index][$0] })
-            try PersonalizedFileTokenSource.check(template.renderedSize(packed: values)!, format: self.format, reader: reader, index: index)
-            packed.append(values)
+            let values = reader.batchValues[index]
+            packed.append(try PersonalizedFileTokenSource.pack(template, format: self.format, reader: reader, index: index) { values[fields[$0]] })
         }
         self.batchValues = packed
         return planned
