@@ -359,7 +359,7 @@ public struct APIServer: Sendable {
 struct RecipientsPlannedTokenSource: PlannedTokenSource {
     let recipients: [RecipientBody]
     private(set) var plan: LaunchPlan
-    private(set) var batchValues: [[UInt8]]?
+    private(set) var batchValues: RecipientValueList?
     private var next = 0
     /// Each part's template, as parts are made.
     private var templates: [PayloadTemplate?] = []
@@ -377,14 +377,14 @@ struct RecipientsPlannedTokenSource: PlannedTokenSource {
         }
         while self.templates.count < self.plan.parts.count { self.templates.append(self.plan.parts[self.templates.count].template) }
         guard self.templates.contains(where: { $0 != nil }) else { return planned }
-        var values: [[UInt8]] = []
-        values.reserveCapacity(planned.count)
+        var values = RecipientValueList()
         for (index, recipient) in planned.enumerated() {
             guard let template = self.templates[recipient.part] else {
                 values.append([])
                 continue
             }
-            values.append(try RecipientsTokenSource.pack(self.recipients[start + index], index: start + index, template, self.plan.parts[recipient.part].payload.format))
+            let format = self.plan.parts[recipient.part].payload.format
+            try RecipientsTokenSource.append(to: &values, self.recipients[start + index], index: start + index, template, format)
         }
         self.batchValues = values
         return planned
@@ -396,7 +396,7 @@ struct RecipientsTokenSource: TokenSource {
     let recipients: [RecipientBody]
     let template: PayloadTemplate
     let format: PayloadFormat
-    private(set) var batchValues: [[UInt8]]? = []
+    private(set) var batchValues: RecipientValueList? = RecipientValueList()
     private var next = 0
 
     init(recipients: [RecipientBody], template: PayloadTemplate, format: PayloadFormat) {
@@ -408,14 +408,17 @@ struct RecipientsTokenSource: TokenSource {
     mutating func next(upTo maximum: Int) async throws -> [DeviceToken] {
         let (start, end) = (self.next, min(self.recipients.count, self.next + maximum))
         self.next = end
-        self.batchValues = try (start..<end).map { try Self.pack(self.recipients[$0], index: $0, self.template, self.format) }
+        var values = RecipientValueList()
+        for index in start..<end { try Self.append(to: &values, self.recipients[index], index: index, self.template, self.format) }
+        self.batchValues = values
         return self.recipients[start..<end].map(\.token)
     }
 
-    /// The packed values of recipient `index`; a refusal names it.
-    static func pack(_ recipient: RecipientBody, index: Int, _ template: PayloadTemplate, _ format: PayloadFormat) throws -> [UInt8] {
+    /// Appends the packed values of recipient `index` to `list`; a refusal names it.
+    static func append(to list: inout RecipientValueList, _ recipient: RecipientBody, index: Int, _ template: PayloadTemplate, _ format: PayloadFormat) throws {
+        let fields = template.fields
         do {
-            return try RecipientValues.pack(template, format: format) { try recipient.field($0) }
+            try RecipientValues.append(to: &list, template, format: format) { try recipient.field(fields[$0]) }
         } catch {
             throw HTTPError(.badRequest, message: "\"recipients\"[\(index)]: \(error)")
         }

@@ -18,6 +18,12 @@ public struct PayloadTemplate: Sendable, Hashable {
     public let segments: [Segment]
     /// The fields the placeholders name, each once, in order of first use.
     public let fields: [String]
+    /// The bytes of the text segments, and each placeholder's field and fallback size.
+    private let textSize: Int
+    private let placeholderFallbacks: [(field: Int, size: Int)]
+
+    public static func == (a: Self, b: Self) -> Bool { a.segments == b.segments && a.fields == b.fields }
+    public func hash(into hasher: inout Hasher) { hasher.combine(self.segments) }
 
     /// The most placeholders one payload may have.
     public static let maximumPlaceholders = 64
@@ -90,6 +96,16 @@ public struct PayloadTemplate: Sendable, Hashable {
         if !text.isEmpty { segments.append(.text(text)) }
         self.segments = segments
         self.fields = fields
+        var textSize = 0
+        var fallbacks: [(field: Int, size: Int)] = []
+        for segment in segments {
+            switch segment {
+            case .text(let bytes): textSize += bytes.count
+            case .field(let field, let fallback): fallbacks.append((field, fallback.count))
+            }
+        }
+        self.textSize = textSize
+        self.placeholderFallbacks = fallbacks
     }
 
     /// Whether `payload` has placeholders, good or bad ones (`{{` in a string).
@@ -136,15 +152,54 @@ public struct PayloadTemplate: Sendable, Hashable {
     /// already JSON-escaped, after its length as an unsigned LEB128 (one byte below 128); an empty
     /// value (length 0) stands for none. Rendering from it only copies bytes.
     public func pack(_ values: [String?]) -> [UInt8] {
+        self.pack { $0 < values.count ? values[$0] : nil }.packed
+    }
+
+    /// Packs `value(i)`, the recipient's value of field `i`, for each field, and gives the size of
+    /// the payload they render to: what a launch does for every recipient, without allocating
+    /// more than the packing.
+    public func pack(_ value: (Int) throws -> String?) rethrows -> (packed: [UInt8], renderedSize: Int) {
         var packed: [UInt8] = []
-        var escaped: [UInt8] = []
-        for field in self.fields.indices {
-            escaped.removeAll(keepingCapacity: true)
-            if field < values.count, let value = values[field] { Self.escape(value, into: &escaped) }
-            LEB128.append(escaped.count, to: &packed)
-            packed.append(contentsOf: escaped)
+        packed.reserveCapacity(self.fields.count * 16)
+        let size = try self.packFields(into: &packed, value)
+        return (packed, size)
+    }
+
+    /// Appends to `out` the values `value(i)` packed, with their length in LEB128 first (as
+    /// ``RecipientValueList`` keeps a recipient's), and returns the rendered size.
+    func pack(into out: inout [UInt8], _ value: (Int) throws -> String?) rethrows -> Int {
+        // The length first: one byte while the packing is under 128 bytes, moved on if it is not.
+        let lengthAt = out.count
+        out.append(0)
+        let size = try self.packFields(into: &out, value)
+        let packedLength = out.count - lengthAt - 1
+        if packedLength < 0x80 {
+            out[lengthAt] = UInt8(packedLength)
+        } else {
+            var prefix: [UInt8] = []
+            LEB128.append(packedLength, to: &prefix)
+            out.replaceSubrange(lengthAt..<(lengthAt + 1), with: prefix)
         }
-        return packed
+        return size
+    }
+
+    /// Appends the values `value(i)` packed to `out`; returns the rendered size.
+    private func packFields(into out: inout [UInt8], _ value: (Int) throws -> String?) rethrows -> Int {
+        var size = self.textSize
+        for field in self.fields.indices {
+            var length = 0
+            if var value = try value(field) {
+                length = value.withUTF8 { Self.escapedSize($0) }
+                LEB128.append(length, to: &out)
+                value.withUTF8 { utf8 in
+                    if length == utf8.count { out.append(contentsOf: utf8) } else { Self.escape(utf8, into: &out) }
+                }
+            } else {
+                out.append(0)
+            }
+            for use in self.placeholderFallbacks where use.field == field { size += length > 0 ? length : use.size }
+        }
+        return size
     }
 
     /// The payload for a recipient whose values ``pack(_:)`` made, or nil when `packed` is not
@@ -221,7 +276,12 @@ public struct PayloadTemplate: Sendable, Hashable {
     /// `value` as the inside of a JSON string: `"`, `\` and control characters escaped, the rest
     /// UTF-8 as it is.
     static func escape(_ value: String, into out: inout [UInt8]) {
-        for byte in value.utf8 {
+        var value = value
+        value.withUTF8 { Self.escape($0, into: &out) }
+    }
+
+    static func escape(_ utf8: UnsafeBufferPointer<UInt8>, into out: inout [UInt8]) {
+        for byte in utf8 {
             switch byte {
             case UInt8(ascii: "\""): out.append(contentsOf: [0x5C, 0x22])
             case UInt8(ascii: "\\"): out.append(contentsOf: [0x5C, 0x5C])
@@ -237,13 +297,14 @@ public struct PayloadTemplate: Sendable, Hashable {
     }
 
     static func escapedSize(_ value: String) -> Int {
-        var size = 0
-        for byte in value.utf8 {
-            switch byte {
-            case UInt8(ascii: "\""), UInt8(ascii: "\\"), 0x0A, 0x0D, 0x09: size += 2
-            case 0..<0x20: size += 6
-            default: size += 1
-            }
+        var value = value
+        return value.withUTF8 { Self.escapedSize($0) }
+    }
+
+    static func escapedSize(_ utf8: UnsafeBufferPointer<UInt8>) -> Int {
+        var size = utf8.count
+        for byte in utf8 where byte < 0x20 || byte == UInt8(ascii: "\"") || byte == UInt8(ascii: "\\") {
+            size += byte == 0x0A || byte == 0x0D || byte == 0x09 || byte >= 0x20 ? 1 : 5
         }
         return size
     }

@@ -11,7 +11,7 @@ extension CampaignStore {
     /// A personalized campaign's shards come with `values`: per shard, per token, the recipient's
     /// packed template values, stored with them.
     public func storeShardTokens(
-        campaign: UUID, launch: String, shards: [(shard: Int, tokens: [DeviceToken])], values: [[[UInt8]]]? = nil
+        campaign: UUID, launch: String, shards: [(shard: Int, tokens: [DeviceToken])], values: [RecipientValueList]? = nil
     ) async throws {
         guard !shards.isEmpty else { return }
         let ids = shards.map(\.shard)
@@ -69,10 +69,10 @@ extension CampaignStore {
     /// launch recorded) is absent.
     /// - Throws: ``PostgresStoreError`` with code `queryFailed` when the stored bytes are not
     ///   packed tokens, or not packed values one per token.
-    public func shardRecipients(campaign: UUID, shards: [Int]) async throws -> [Int: (tokens: [DeviceToken], values: [[UInt8]]?)] {
+    public func shardRecipients(campaign: UUID, shards: [Int]) async throws -> [Int: (tokens: [DeviceToken], values: RecipientValueList?)] {
         let operation = "read the tokens of \(shards.count) shards of campaign \(campaign)"
         let endpoint = self.configuration.endpoint
-        return try await self.withConnection(operation) { connection -> [Int: (tokens: [DeviceToken], values: [[UInt8]]?)] in
+        return try await self.withConnection(operation) { connection -> [Int: (tokens: [DeviceToken], values: RecipientValueList?)] in
             let rows = try await connection.query(
                 """
                 SELECT t.shard, t.tokens, t.recipient_values FROM campaign_shard_tokens t
@@ -81,16 +81,16 @@ extension CampaignStore {
                 """,
                 logger: self.logger
             )
-            var found: [Int: (tokens: [DeviceToken], values: [[UInt8]]?)] = [:]
+            var found: [Int: (tokens: [DeviceToken], values: RecipientValueList?)] = [:]
             for try await (shard, bytes, packedValues) in rows.decode((Int, ByteBuffer, ByteBuffer?).self) {
                 guard let tokens = PackedShards.unpack(bytes) else {
                     throw PostgresStoreError.queryFailed(
                         endpoint, operation, "the stored bytes of shard \(shard) (\(bytes.readableBytes)) are not packed tokens"
                     )
                 }
-                var values: [[UInt8]]? = nil
+                var values: RecipientValueList? = nil
                 if let packedValues {
-                    guard let unpacked = PackedValues.unpack(packedValues), unpacked.count == tokens.count else {
+                    guard let unpacked = RecipientValueList(packed: Array(packedValues.readableBytesView)), unpacked.count == tokens.count else {
                         throw PostgresStoreError.queryFailed(
                             endpoint, operation,
                             "the stored values of shard \(shard) (\(packedValues.readableBytes) bytes) are not one packing per token of its \(tokens.count)"
@@ -193,12 +193,12 @@ struct PackedShards: PostgresNonThrowingEncodable, PostgresDynamicTypeEncodable 
     }
 }
 
-/// Shards' recipient values bound as one `bytea[]`, each element a shard's: for each recipient its
-/// packed values' length (unsigned LEB128), then the bytes.
+/// Shards' recipient values bound as one `bytea[]`, each element a shard's ``RecipientValueList``
+/// packing: for each recipient its packed values' length (unsigned LEB128), then the bytes.
 struct PackedValues: PostgresNonThrowingEncodable, PostgresDynamicTypeEncodable {
-    let shards: [[[UInt8]]]
+    let shards: [RecipientValueList]
 
-    init(_ shards: [[[UInt8]]]) { self.shards = shards }
+    init(_ shards: [RecipientValueList]) { self.shards = shards }
 
     static var psqlType: PostgresDataType { .byteaArray }
     static var psqlFormat: PostgresFormat { .binary }
@@ -206,28 +206,8 @@ struct PackedValues: PostgresNonThrowingEncodable, PostgresDynamicTypeEncodable 
     func encode<JSONEncoder: PostgresJSONEncoder>(into buffer: inout ByteBuffer, context: PostgresEncodingContext<JSONEncoder>) {
         buffer.writeByteaArrayHeader(count: self.shards.count)
         for recipients in self.shards {
-            var packed: [UInt8] = []
-            packed.reserveCapacity(recipients.reduce(0) { $0 + 1 + $1.count })
-            for values in recipients {
-                LEB128.append(values.count, to: &packed)
-                packed.append(contentsOf: values)
-            }
-            buffer.writeInteger(Int32(packed.count))
-            buffer.writeBytes(packed)
-        }
-    }
-
-    /// The recipients' values of one packed shard; nil when the bytes are not a packing.
-    static func unpack(_ packed: ByteBuffer) -> [[UInt8]]? {
-        packed.withUnsafeReadableBytes { raw -> [[UInt8]]? in
-            var recipients: [[UInt8]] = []
-            var index = 0
-            while index < raw.count {
-                guard let length = LEB128.read(raw, at: &index), length <= raw.count - index else { return nil }
-                recipients.append(Array(raw[index..<(index + length)]))
-                index += length
-            }
-            return recipients
+            buffer.writeInteger(Int32(recipients.bytes.count))
+            buffer.writeBytes(recipients.bytes)
         }
     }
 }

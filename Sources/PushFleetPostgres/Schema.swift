@@ -19,6 +19,9 @@ enum Schema {
             // A personalized campaign's shard stores each recipient's packed template values
             // beside its token (PayloadTemplate.pack), so that a lost queue is rebuilt with them.
             "ALTER TABLE campaign_shard_tokens ADD COLUMN recipient_values bytea",
+            // As for the tokens: values compress poorly, and compressing them cost a launch more
+            // CPU than storing them.
+            "ALTER TABLE campaign_shard_tokens ALTER COLUMN recipient_values SET STORAGE EXTERNAL",
             "ALTER TABLE campaigns ADD COLUMN personalized boolean NOT NULL DEFAULT false",
         ])
     }

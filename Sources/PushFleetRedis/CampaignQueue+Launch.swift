@@ -22,7 +22,7 @@ extension CampaignQueue {
     /// packed values (``PayloadTemplate/pack(_:)``), kept in the token's list entry
     /// (``ShardEntry``); read them back with ``read(_:from:count:clock:personalized:)``.
     public func stageShards(
-        campaign: UUID, launch: String? = nil, shards: [(shard: Int, tokens: [DeviceToken])], values: [[[UInt8]]]? = nil
+        campaign: UUID, launch: String? = nil, shards: [(shard: Int, tokens: [DeviceToken])], values: [RecipientValueList]? = nil
     ) async throws {
         precondition(values.map { $0.count == shards.count && zip($0, shards).allSatisfy { $0.count == $1.tokens.count } } ?? true)
         let keys = CampaignKeys(campaign)
@@ -30,12 +30,17 @@ extension CampaignQueue {
         for (offset, (shard, tokens)) in shards.enumerated() {
             let key = launch.map { keys.staged(shard, launch: $0) } ?? keys.shard(shard)
             commands.append([Array("DEL".utf8), key])
+            var valuesAt = 0
             for start in stride(from: 0, to: tokens.count, by: Self.batchSize) {
                 var command: [[UInt8]] = [Array("RPUSH".utf8), key]
                 let end = min(start + Self.batchSize, tokens.count)
                 command.reserveCapacity(2 + end - start)
                 if let values = values?[offset] {
-                    for index in start..<end { command.append(ShardEntry.encode(tokens[index], values: values[index])) }
+                    for index in start..<end {
+                        let (mine, next) = values.values(at: valuesAt)
+                        valuesAt = next
+                        command.append(ShardEntry.encode(tokens[index], values: values.bytes[mine]))
+                    }
                 } else {
                     for token in tokens[start..<end] { command.append(token.bytes) }
                 }

@@ -21,7 +21,7 @@ public struct ShardWindow: Sendable, Hashable {
 /// A personalized campaign's shard list entry: the token's length (one byte, 1…255), the token,
 /// then the recipient's packed values. Any other campaign's entry is the token's bytes alone.
 public enum ShardEntry {
-    public static func encode(_ token: DeviceToken, values: [UInt8]) -> [UInt8] {
+    public static func encode(_ token: DeviceToken, values: some Collection<UInt8>) -> [UInt8] {
         var entry: [UInt8] = []
         entry.reserveCapacity(1 + token.count + values.count)
         entry.append(UInt8(token.count))

@@ -51,7 +51,7 @@ extension CoordinatorService {
                 let stored = try await self.store.shardRecipients(campaign: id, shards: batch)
                 var shards: [(shard: Int, tokens: [DeviceToken])] = []
                 // A personalized campaign's values, staged with its tokens.
-                var values: [[[UInt8]]] = []
+                var values: [RecipientValueList] = []
                 for shard in batch {
                     guard let tokens = stored[shard]?.tokens, tokens.count == point.tokenCounts[shard],
                         (stored[shard]?.values != nil) == personalized

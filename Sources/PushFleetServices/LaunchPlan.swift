@@ -188,15 +188,13 @@ public protocol PlannedTokenSource {
     var plan: LaunchPlan { get }
     /// For the recipients of the last batch, in order: the packed values of those whose part is
     /// personalized (``LaunchPart/template``), empty for the others; nil when no part is.
-    var batchValues: [[UInt8]]? { get }
-}
-
-extension PlannedTokenSource {
-    public var batchValues: [[UInt8]]? { nil }
+    var batchValues: RecipientValueList? { get }
 }
 
 /// A plain audience (tokens without fields) planned by its tokens alone.
 public struct PlainPlannedTokenSource<Inner: TokenSource>: PlannedTokenSource {
+    /// Tokens without fields: no values.
+    public var batchValues: RecipientValueList? { nil }
     var inner: Inner
     public private(set) var plan: LaunchPlan
 

@@ -121,13 +121,13 @@ public struct Launcher: Sendable {
         var current: [DeviceToken] = []
         var staged: [(shard: Int, tokens: [DeviceToken])] = []
         // A personalized campaign's: the values of `current`'s recipients, and of `staged`'s.
-        var currentValues: [[UInt8]] = []
-        var stagedValues: [[[UInt8]]] = []
+        var currentValues = RecipientValueList()
+        var stagedValues: [RecipientValueList] = []
         var duplicates = request.duplicatesDroppedEarlier
         // One batch of shards is written to Redis (on the client's own thread) while the next is read.
         var writing: Task<Void, any Error>? = nil
         let (queue, store) = (self.queue, self.store)
-        func stage(_ shards: [(shard: Int, tokens: [DeviceToken])], values: [[[UInt8]]]?) async throws {
+        func stage(_ shards: [(shard: Int, tokens: [DeviceToken])], values: [RecipientValueList]?) async throws {
             try await writing?.value
             // Redis gets the queue, Postgres the durable copy a lost queue is rebuilt from, at once.
             writing = Task {
@@ -151,7 +151,11 @@ public struct Launcher: Sendable {
                 if batch.isEmpty { break }
                 let values = personalized ? tokens.batchValues : nil
                 precondition(!personalized || values?.count == batch.count, "a personalized launch's source gives values for every token")
-                for (index, token) in batch.enumerated() {
+                var valuesAt = 0
+                for token in batch {
+                    // This recipient's values, and where the next one's start.
+                    var mine: Range<Int>? = nil
+                    if let values { (mine, valuesAt) = values.values(at: valuesAt) }
                     if let required = request.requiredTokenSize, token.count != required {
                         throw LaunchError.wrongTokenSize(token.count, required: required)
                     }
@@ -160,7 +164,7 @@ public struct Launcher: Sendable {
                         continue
                     }
                     current.append(token)
-                    if let values { currentValues.append(values[index]) }
+                    if let values, let mine { currentValues.append(values.bytes[mine]) }
                     if current.count == request.shardSize {
                         staged.append((shardCounts.count, current))
                         if personalized { stagedValues.append(currentValues) }

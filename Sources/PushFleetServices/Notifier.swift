@@ -104,6 +104,7 @@ public struct Notifier: Sendable {
 
 /// Tokens already in memory.
 public struct ArrayTokenSource: TokenSource {
+    public var batchValues: RecipientValueList? { nil }
     private var tokens: ArraySlice<DeviceToken>
 
     public init(_ tokens: [DeviceToken]) { self.tokens = tokens[...] }

@@ -67,7 +67,12 @@ public struct PartitionedLauncher: Sendable {
             let values = recipients.batchValues
             let parts = recipients.plan.parts
             while personalized.count < parts.count { personalized.append(parts[personalized.count].template != nil) }
-            for (index, (token, part)) in batch.enumerated() {
+            if let values { precondition(values.count == batch.count, "a source gives values for every recipient or none") }
+            var valuesAt = 0
+            for (token, part) in batch {
+                // This recipient's values (empty unless its part is personalized), and the next's.
+                var mine: Range<Int>? = nil
+                if let values { (mine, valuesAt) = values.values(at: valuesAt) }
                 if let required = request.requiredTokenSize, token.count != required {
                     throw LaunchError.wrongTokenSize(token.count, required: required)
                 }
@@ -81,13 +86,13 @@ public struct PartitionedLauncher: Sendable {
                 }
                 counts[part] += 1
                 if personalized[part] {
-                    guard let values, values.count == batch.count else {
+                    guard let values, let mine else {
                         // Only an audience file carries the fields a template needs.
                         throw LaunchError(
                             message: "the payload of part \(parts[part].name) is a template ({{…}}), but this audience gives no fields to fill it"
                         )
                     }
-                    try spill.append(token, values: values[index], to: part)
+                    try spill.append(token, values: values.bytes[mine], to: part)
                 } else {
                     try spill.append(token, to: part)
                 }
@@ -179,7 +184,7 @@ final class AudienceSpill {
     deinit { close(self.descriptor) }
 
     /// Sets `token` aside for `part`, with its packed `values` when the part is personalized.
-    func append(_ token: DeviceToken, values: [UInt8]? = nil, to part: Int) throws {
+    func append(_ token: DeviceToken, values: ArraySlice<UInt8>? = nil, to part: Int) throws {
         while self.buffers.count <= part {
             self.buffers.append([])
             self.chunks.append([])
@@ -230,7 +235,7 @@ struct SpilledTokens: TokenSource {
     let chunks: [(offset: Int64, count: Int)]
     let personalized: Bool
     private var next = 0
-    private(set) var batchValues: [[UInt8]]?
+    private(set) var batchValues: RecipientValueList?
 
     init(spill: AudienceSpill, chunks: [(offset: Int64, count: Int)], personalized: Bool) {
         self.spill = spill
@@ -240,7 +245,7 @@ struct SpilledTokens: TokenSource {
 
     mutating func next(upTo maximum: Int) async throws -> [DeviceToken] {
         var tokens: [DeviceToken] = []
-        var values: [[UInt8]] = []
+        var values = RecipientValueList()
         // Whole chunks (a chunk holds some hundreds of tokens): a little over `maximum` at most.
         while tokens.count < maximum, self.next < self.chunks.count {
             let bytes = try self.spill.read(self.chunks[self.next])

@@ -3,16 +3,32 @@ public import PushFleetCore
 /// A recipient's values for a payload template, packed as its shard keeps them, with the size of
 /// its rendering checked: what every audience of a personalized launch does per recipient.
 public enum RecipientValues {
-    /// Packs the values `value` gives for each of `template`'s fields.
+    /// Packs the values `value` gives for each of `template`'s fields, by name.
     /// - Throws: ``LaunchPlanError`` when the payload rendered from them is over `format`'s limit
     ///   (its reader prefixes the recipient's place: file and line, body index).
     public static func pack(_ template: PayloadTemplate, format: PayloadFormat, value: (String) throws -> String?) throws -> [UInt8] {
-        let packed = template.pack(try template.fields.map(value))
-        let size = template.renderedSize(packed: packed)!
+        let fields = template.fields
+        return try self.pack(template, format: format, valueAt: { try value(fields[$0]) })
+    }
+
+    /// The same with the value of each field by its index in ``PushFleetCore/PayloadTemplate/fields``.
+    public static func pack(_ template: PayloadTemplate, format: PayloadFormat, valueAt: (Int) throws -> String?) throws -> [UInt8] {
+        let (packed, size) = try template.pack(valueAt)
+        try self.check(size, format: format)
+        return packed
+    }
+
+    /// Appends the recipient's values to `list`, as ``pack(_:format:value:)`` packs them.
+    public static func append(
+        to list: inout RecipientValueList, _ template: PayloadTemplate, format: PayloadFormat, valueAt: (Int) throws -> String?
+    ) throws {
+        try self.check(try list.append(template, valueAt), format: format)
+    }
+
+    private static func check(_ size: Int, format: PayloadFormat) throws {
         let limit = format.maximumByteCount
         guard size <= limit else {
             throw LaunchPlanError("the payload rendered for this recipient is \(size) bytes, \(size - limit) over the \(limit)-byte limit of the \(format)")
         }
-        return packed
     }
 }

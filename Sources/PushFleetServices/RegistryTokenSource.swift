@@ -4,6 +4,8 @@ public import PushFleetPostgres
 /// The active tokens of a topic and environment in the registry, as a launch audience, read page by
 /// page in token order (keyset pagination), so the audience is never held in memory.
 public struct RegistryTokenSource: TokenSource {
+    /// The registry keeps no template fields: no values.
+    public var batchValues: RecipientValueList? { nil }
     let store: CampaignStore
     let topic: String
     let environment: String
@@ -25,6 +27,8 @@ public struct RegistryTokenSource: TokenSource {
 /// The active tokens of a topic and environment in the registry, planned by the locale and time
 /// zone their devices registered (``CampaignStore/registerDevice(_:)``).
 public struct RegistryPlannedTokenSource: PlannedTokenSource {
+    /// The registry keeps no template fields: no values.
+    public var batchValues: RecipientValueList? { nil }
     let store: CampaignStore
     let topic: String
     let environment: String

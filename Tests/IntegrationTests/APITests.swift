@@ -231,7 +231,7 @@ import Glibc
             let stored = try #require(try await store.shardRecipients(campaign: id, shards: [0])[0])
             #expect(stored.tokens == tokens)
             let rendering = try #require(try PayloadTemplate(definition.payload))
-            #expect(try #require(stored.values).map { rendering.render(packed: $0).map { String(decoding: $0, as: UTF8.self) } } == expected)
+            #expect(try #require(stored.values).arrays.map { rendering.render(packed: $0).map { String(decoding: $0, as: UTF8.self) } } == expected)
             _ = try await store.setState(id, to: .cancelled, from: [.scheduled, .running, .pending])
 
             let big = String(repeating: "x", count: 4_096)

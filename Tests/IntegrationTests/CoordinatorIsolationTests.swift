@@ -250,6 +250,7 @@ struct CoordinatorHarness {
 /// An audience held in memory.
 private struct Tokens: TokenSource {
     var left: [DeviceToken]
+    var batchValues: RecipientValueList? { nil }
 
     mutating func next(upTo maximum: Int) async throws -> [DeviceToken] {
         defer { self.left.removeFirst(min(maximum, self.left.count)) }

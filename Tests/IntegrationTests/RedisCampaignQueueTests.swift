@@ -104,7 +104,7 @@ import Testing
         let odd = try DeviceToken(bytes: [0, 0, 0x0D, 0x0A, 0, 0xFF, 0])
         let tokens = TestTokens.tokens(1_500, seed: 5) + [odd]
         let values: [[UInt8]] = tokens.indices.map { index in Array(repeating: UInt8(truncatingIfNeeded: index), count: [1, 2, 200][index % 3]) }
-        try await fixture.queue.stageShards(campaign: fixture.campaign, launch: "l1", shards: [(shard: 0, tokens: tokens)], values: [values])
+        try await fixture.queue.stageShards(campaign: fixture.campaign, launch: "l1", shards: [(shard: 0, tokens: tokens)], values: [RecipientValueList(values)])
         #expect(try await fixture.queue.publish(fixture.descriptor(shardCount: 1, totalTokens: tokens.count), launch: "l1"))
         let lease = try #require(try await fixture.queue.claim(campaign: fixture.campaign, worker: "w", leaseMilliseconds: 30_000))
         #expect(lease.tokenCount == tokens.count)

@@ -53,11 +53,13 @@ import Testing
             let values: [[[UInt8]]] = (0..<2).map { shard in
                 (0..<10).map { index in Array(repeating: UInt8(shard * 10 + index), count: [0, 1, 127, 128, 300][index % 5]) }
             }
-            try await store.storeShardTokens(campaign: campaign.id, launch: "l", shards: [(0, tokens[0]), (1, tokens[1])], values: values)
+            try await store.storeShardTokens(
+                campaign: campaign.id, launch: "l", shards: [(0, tokens[0]), (1, tokens[1])], values: values.map(RecipientValueList.init)
+            )
             try await store.recordLaunch(campaign.id, launch: "l")
             let read = try await store.shardRecipients(campaign: campaign.id, shards: [0, 1])
             #expect(read[0]?.tokens == tokens[0] && read[1]?.tokens == tokens[1])
-            #expect(read[0]?.values == values[0] && read[1]?.values == values[1])
+            #expect(read[0]?.values?.arrays == values[0] && read[1]?.values?.arrays == values[1])
 
             try await store.storeShardTokens(campaign: campaign.id, launch: "l", shards: [(1, tokens[1])])
             let again = try await store.shardRecipients(campaign: campaign.id, shards: [1])

@@ -36,6 +36,7 @@ import Testing
             let packed = template.pack(values)
             #expect(template.render(packed: packed) == template.render(values), "\(values)")
             #expect(template.renderedSize(packed: packed) == template.render(values).count)
+            #expect(template.pack { values[$0] } == (packed, template.render(values).count), "packed with the rendered size")
             #expect(template.render(packed: packed[...]) == template.render(values), "a slice renders too")
         }
         #expect(template.pack(["a", "bc"]) == [1, 0x61, 2, 0x62, 0x63])

@@ -148,13 +148,14 @@ struct Launch: AsyncParsableCommand {
         request.personalized = template != nil
         let result = try await self.state.withState(logger: logger) { queue, store in
             let launcher = Launcher(queue: queue, store: store)
+            // A file is read, parsed and packed a batch ahead while the launcher files the last.
             if let reader, let template {
                 let tokens = FileTokenSource(reader: reader, requiredSize: request.requiredTokenSize)
-                var source = PersonalizedFileTokenSource(tokens, template: template, format: n.payloadFormat)
+                var source = PrefetchingTokenSource(PersonalizedFileTokenSource(tokens, template: template, format: n.payloadFormat))
                 return try await launcher.launch(request, tokens: &source)
             }
             if let reader {
-                var source = FileTokenSource(reader: reader, requiredSize: request.requiredTokenSize)
+                var source = PrefetchingTokenSource(FileTokenSource(reader: reader, requiredSize: request.requiredTokenSize))
                 return try await launcher.launch(request, tokens: &source)
             }
             var source = RegistryTokenSource(store: store, topic: n.topic, environment: n.environment)

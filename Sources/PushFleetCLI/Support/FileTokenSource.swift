@@ -11,6 +11,8 @@ struct FileTokenSource: TokenSource {
     let requiredSize: Int?
     /// Drawn after each batch, when reading a file on behalf of a terminal.
     var progress: FileProgress?
+    /// Tokens alone (``PersonalizedFileTokenSource`` packs the values of a template's fields).
+    var batchValues: RecipientValueList? { nil }
 
     init(reader: TokenFileReader, requiredSize: Int?) {
         self.reader = reader
@@ -35,7 +37,7 @@ struct PersonalizedFileTokenSource: TokenSource {
     var tokens: FileTokenSource
     let template: PayloadTemplate
     let format: PayloadFormat
-    private(set) var batchValues: [[UInt8]]? = []
+    private(set) var batchValues: RecipientValueList? = RecipientValueList()
 
     /// - Parameter tokens: read with ``TokenFileReader/fields`` the template's fields, in order.
     init(_ tokens: FileTokenSource, template: PayloadTemplate, format: PayloadFormat) {
@@ -54,25 +56,23 @@ struct PersonalizedFileTokenSource: TokenSource {
                     + "but the audience has no fields: give CSV with a header line, or JSON lines"
             )
         }
-        var packed: [[UInt8]] = []
-        packed.reserveCapacity(batch.count)
+        var packed = RecipientValueList()
         for index in batch.indices {
             let values = reader.batchValues[index]
-            packed.append(try Self.pack(self.template, format: self.format, reader: reader, index: index) { values[$0] })
+            try Self.append(to: &packed, self.template, format: self.format, reader: reader, index: index) { values[$0] }
         }
         self.batchValues = packed
         return batch
     }
 
-    /// ``RecipientValues/pack(_:format:value:)`` for recipient `index` of the reader's batch, whose
-    /// value of the template's field `i` is `value(i)`; a refusal names the recipient's line.
-    static func pack(_ template: PayloadTemplate, format: PayloadFormat, reader: TokenFileReader, index: Int, value: (Int) -> String?) throws -> [UInt8] {
-        var field = 0
+    /// ``RecipientValues/append(to:_:format:valueAt:)`` for recipient `index` of the reader's
+    /// batch, whose value of the template's field `i` is `value(i)`; a refusal names its line.
+    static func append(
+        to list: inout RecipientValueList, _ template: PayloadTemplate, format: PayloadFormat, reader: TokenFileReader, index: Int,
+        value: (Int) -> String?
+    ) throws {
         do {
-            return try RecipientValues.pack(template, format: format) { _ in
-                defer { field += 1 }
-                return value(field)
-            }
+            try RecipientValues.append(to: &list, template, format: format, valueAt: value)
         } catch {
             throw CLIError("\(reader.path):\(reader.lineOf(tokenAtBatchIndex: index)): \(error)")
         }
@@ -115,7 +115,7 @@ struct FileProgress {
 struct FilePlannedTokenSource: PlannedTokenSource {
     var tokens: FileTokenSource
     private(set) var plan: LaunchPlan
-    private(set) var batchValues: [[UInt8]]?
+    private(set) var batchValues: RecipientValueList?
     /// Each part's template, and where the reader holds each of its fields, as parts are made.
     private var templates: [(template: PayloadTemplate, fields: [Int])?] = []
     let format: PayloadFormat
@@ -156,15 +156,14 @@ struct FilePlannedTokenSource: PlannedTokenSource {
         if !batch.isEmpty, !reader.hasFields {
             throw CLIError("\(reader.path): a payload of this launch is a template, but the audience has no fields: give CSV with a header line, or JSON lines")
         }
-        var packed: [[UInt8]] = []
-        packed.reserveCapacity(planned.count)
+        var packed = RecipientValueList()
         for (index, recipient) in planned.enumerated() {
             guard let (template, fields) = self.templates[recipient.part] else {
                 packed.append([])
                 continue
             }
             let values = reader.batchValues[index]
-            packed.append(try PersonalizedFileTokenSource.pack(template, format: self.format, reader: reader, index: index) { values[fields[$0]] })
+            try PersonalizedFileTokenSource.append(to: &packed, template, format: self.format, reader: reader, index: index) { values[fields[$0]] }
         }
         self.batchValues = packed
         return planned

@@ -109,6 +109,9 @@ final class TokenFileReader {
                 case .undecided, .tokens:
                     tokens.append(try DeviceToken(hexUTF8: text))
                     if !self.fields.isEmpty { self.batchValues.append(Array(repeating: nil, count: self.fields.count)) }
+                case .csv(let tokenColumn, _) where memchr(text.baseAddress!, Int32(UInt8(ascii: "\"")), text.count) == nil:
+                    // No quote: split in place, and make strings of the wanted fields alone.
+                    tokens.append(try self.readUnquoted(text, tokenColumn: tokenColumn))
                 case .csv(let tokenColumn, let fieldColumns):
                     let values = try AudienceLine.csvFields(text)
                     guard tokenColumn < values.count else {
@@ -143,6 +146,39 @@ final class TokenFileReader {
         }
     }
 
+    /// For each column of a CSV header, the indices in ``fields`` of the fields it holds.
+    private var fieldsOfColumn: [[Int]] = []
+
+    /// The token of a CSV line without quotes, and the values of ``fields`` appended to
+    /// ``batchValues``: as ``AudienceLine/csvFields(_:)`` reads such a line, without a string
+    /// for every column.
+    private func readUnquoted(_ line: UnsafeRawBufferPointer, tokenColumn: Int) throws -> DeviceToken {
+        var token: DeviceToken? = nil
+        var values = [String?](repeating: nil, count: self.fields.count)
+        var column = 0
+        var index = 0
+        while true {
+            var start = index
+            while index < line.count, line[index] != UInt8(ascii: ",") { index += 1 }
+            var end = index
+            while start < end, line[start] == UInt8(ascii: " ") || line[start] == UInt8(ascii: "\t") { start += 1 }
+            while end > start, line[end - 1] == UInt8(ascii: " ") || line[end - 1] == UInt8(ascii: "\t") { end -= 1 }
+            let field = UnsafeRawBufferPointer(rebasing: line[start..<end])
+            if column == tokenColumn {
+                token = try DeviceToken(hexUTF8: field)
+            } else if column < self.fieldsOfColumn.count, !self.fieldsOfColumn[column].isEmpty, !field.isEmpty {
+                let value = String(decoding: field, as: UTF8.self)
+                for wanted in self.fieldsOfColumn[column] { values[wanted] = value }
+            }
+            column += 1
+            if index == line.count { break }
+            index += 1  // the comma
+        }
+        guard let token else { throw AudienceLineError("\(column) fields, and no token (column \(tokenColumn + 1) of the header)") }
+        if !self.fields.isEmpty { self.batchValues.append(values) }
+        return token
+    }
+
     /// Decides the layout from the first line that is not blank or a comment; true when that line
     /// was a CSV header (and so holds no token).
     private func decideLayout(_ line: UnsafeRawBufferPointer) throws(AudienceLineError) -> Bool {
@@ -164,7 +200,9 @@ final class TokenFileReader {
         if let missing = self.fields.first(where: { self.required.contains($0) && !columns.contains($0.lowercased()) }) {
             throw AudienceLineError("the header names no column \"\(missing)\" (it names \(columns.joined(separator: ", "))), which this launch reads")
         }
-        self.layout = .csv(token: token, fields: self.fields.map { columns.firstIndex(of: $0.lowercased()) })
+        let fieldColumns = self.fields.map { columns.firstIndex(of: $0.lowercased()) }
+        self.layout = .csv(token: token, fields: fieldColumns)
+        self.fieldsOfColumn = columns.indices.map { column in fieldColumns.indices.filter { fieldColumns[$0] == column } }
         return true
     }
 
