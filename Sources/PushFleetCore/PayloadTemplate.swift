@@ -38,6 +38,8 @@ public struct PayloadTemplate: Sendable, Hashable {
         var inString = false
         var index = 0
         var placeholders = 0
+        // Where the placeholder of the current string is, if it has one.
+        var placeholderInString: Int? = nil
         while index < payload.count {
             let byte = payload[index]
             if !inString {
@@ -56,6 +58,16 @@ public struct PayloadTemplate: Sendable, Hashable {
                 inString = false
                 text.append(byte)
                 index += 1
+                // A string followed by a colon is a member's name: no placeholder there, or a
+                // recipient's value could name a member twice.
+                if let start = placeholderInString {
+                    var next = index
+                    while next < payload.count, [0x20, 0x09, 0x0A, 0x0D].contains(payload[next]) { next += 1 }
+                    if next < payload.count, payload[next] == UInt8(ascii: ":") {
+                        throw PayloadTemplateError("the placeholder at byte \(start) is in a member's name; placeholders go in string values")
+                    }
+                    placeholderInString = nil
+                }
             case UInt8(ascii: "{") where index + 1 < payload.count && payload[index + 1] == UInt8(ascii: "{"):
                 let start = index
                 guard let close = Self.closing(payload, from: index + 2) else {
@@ -71,6 +83,7 @@ public struct PayloadTemplate: Sendable, Hashable {
                     throw PayloadTemplateError("the placeholder at byte \(start) names \"\(name.prefix(70))\": a field's name is 1 to 64 letters, digits or _")
                 }
                 placeholders += 1
+                placeholderInString = placeholderInString ?? start
                 guard placeholders <= Self.maximumPlaceholders else {
                     throw PayloadTemplateError("more than \(Self.maximumPlaceholders) placeholders")
                 }

@@ -30,11 +30,12 @@ extension PipelineTests {
             if index % 7 == 0 { return (#""Zoë ""the"" \ one""#, #"Zoë \"the\" \\ one"#) }
             return ("Name\(index)", "Name\(index)")
         }
-        func offer(_ index: Int) -> String { "\(10 + index % 90)% off, today" }
+        // A comma on odd lines, so that they are quoted: the reader splits the others in place.
+        func offer(_ index: Int) -> String { "\(10 + index % 90)% off\(index % 2 == 1 ? "," : "") today" }
         func expected(_ index: Int) -> [UInt8] { Array(#"{"aps":{"alert":"Hi \#(name(index).json), \#(offer(index))"}}"#.utf8) }
         var lines = ["token,first_name,offer"]
         for (index, token) in fixture.tokens.enumerated() {
-            lines.append("\(token.hexString),\(name(index).csv),\"\(offer(index))\"")
+            lines.append("\(token.hexString),\(name(index).csv)," + (index % 2 == 1 ? "\"\(offer(index))\"" : offer(index)))
         }
         lines.append("\(fixture.tokens[1].hexString),Someone Else,\"nothing\"")
         let audience = NSTemporaryDirectory() + "pushfleet-personalized-\(UUID().uuidString).csv"

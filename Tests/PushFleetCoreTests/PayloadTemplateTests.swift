@@ -49,6 +49,22 @@ import Testing
         }
     }
 
+    /// A launch packs recipients into one list, each after its length: a packing of 128 bytes
+    /// and more takes a two-byte length, and the list reads back as the packings were.
+    @Test func aListOfRecipientsKeepsEachPacking() throws {
+        let template = try #require(try self.template(#"{"aps":{"alert":"Hi {{first_name|there}}, {{offer}}"}}"#))
+        let recipients: [[String?]] = [["Ann", "5"], [nil, String(repeating: "é", count: 100)], ["", ""], ["\"q\"", nil]]
+        var list = RecipientValueList()
+        for values in recipients {
+            let size = list.append(template) { values[$0] }
+            #expect(size == template.render(values).count)
+        }
+        #expect(list.count == recipients.count)
+        #expect(list.arrays == recipients.map { template.pack($0) })
+        #expect(RecipientValueList(packed: list.bytes) == list)
+        #expect(RecipientValueList(packed: list.bytes.dropLast()) == nil, "a truncated list is refused")
+    }
+
     @Test func aPayloadWithoutPlaceholdersIsNoTemplate() throws {
         #expect(try self.template(#"{"aps":{"alert":"50% off {today}"},"k":{"a":{"b":1}}}"#) == nil)
         // Braces outside strings are JSON's own; an escaped quote does not end the string.
@@ -65,6 +81,11 @@ import Testing
         #expect(throws: PayloadTemplateError(#"the placeholder at byte 17 names "": a field's name is 1 to 64 letters, digits or _"#)) {
             try self.template(#"{"aps":{"alert":"{{|x}}"}}"#)
         }
+        let key = #"{"aps":{"alert":"x"},"{{k}}" : 1}"#
+        #expect(throws: PayloadTemplateError("the placeholder at byte 22 is in a member's name; placeholders go in string values")) {
+            try self.template(key)
+        }
+        #expect(try self.template(#"{"a":"{{k}}","b":["{{k}}"]}"#)?.fields == ["k"], "values in objects and arrays")
         let many = #"{"a":""# + String(repeating: "{{f}}", count: 65) + #""}"#
         #expect(throws: PayloadTemplateError("more than 64 placeholders")) { try self.template(many) }
     }

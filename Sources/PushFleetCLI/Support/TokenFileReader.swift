@@ -164,9 +164,9 @@ final class TokenFileReader {
             while start < end, line[start] == UInt8(ascii: " ") || line[start] == UInt8(ascii: "\t") { start += 1 }
             while end > start, line[end - 1] == UInt8(ascii: " ") || line[end - 1] == UInt8(ascii: "\t") { end -= 1 }
             let field = UnsafeRawBufferPointer(rebasing: line[start..<end])
-            if column == tokenColumn {
-                token = try DeviceToken(hexUTF8: field)
-            } else if column < self.fieldsOfColumn.count, !self.fieldsOfColumn[column].isEmpty, !field.isEmpty {
+            if column == tokenColumn { token = try DeviceToken(hexUTF8: field) }
+            // The token's column may be a wanted field too (`{{token}}`), as in a quoted line.
+            if column < self.fieldsOfColumn.count, !self.fieldsOfColumn[column].isEmpty, !field.isEmpty {
                 let value = String(decoding: field, as: UTF8.self)
                 for wanted in self.fieldsOfColumn[column] { values[wanted] = value }
             }
