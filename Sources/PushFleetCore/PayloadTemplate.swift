@@ -121,15 +121,6 @@ public struct PayloadTemplate: Sendable, Hashable {
         self.placeholderFallbacks = fallbacks
     }
 
-    /// Whether `payload` has placeholders, good or bad ones (`{{` in a string).
-    public static func hasPlaceholders(_ payload: [UInt8]) -> Bool {
-        do {
-            return try Self(payload) != nil
-        } catch {
-            return true
-        }
-    }
-
     /// The payload for a recipient whose values of ``fields`` are `values` (nil or empty: the
     /// placeholder's fallback).
     /// - Precondition: `values.count == fields.count`.

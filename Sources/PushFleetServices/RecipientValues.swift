@@ -3,22 +3,9 @@ public import PushFleetCore
 /// A recipient's values for a payload template, packed as its shard keeps them, with the size of
 /// its rendering checked: what every audience of a personalized launch does per recipient.
 public enum RecipientValues {
-    /// Packs the values `value` gives for each of `template`'s fields, by name.
+    /// Appends the recipient's values, `valueAt(i)` for field `i` of the template, to `list`.
     /// - Throws: ``LaunchPlanError`` when the payload rendered from them is over `format`'s limit
     ///   (its reader prefixes the recipient's place: file and line, body index).
-    public static func pack(_ template: PayloadTemplate, format: PayloadFormat, value: (String) throws -> String?) throws -> [UInt8] {
-        let fields = template.fields
-        return try self.pack(template, format: format, valueAt: { try value(fields[$0]) })
-    }
-
-    /// The same with the value of each field by its index in ``PushFleetCore/PayloadTemplate/fields``.
-    public static func pack(_ template: PayloadTemplate, format: PayloadFormat, valueAt: (Int) throws -> String?) throws -> [UInt8] {
-        let (packed, size) = try template.pack(valueAt)
-        try self.check(size, format: format)
-        return packed
-    }
-
-    /// Appends the recipient's values to `list`, as ``pack(_:format:value:)`` packs them.
     public static func append(
         to list: inout RecipientValueList, _ template: PayloadTemplate, format: PayloadFormat, valueAt: (Int) throws -> String?
     ) throws {
