@@ -172,7 +172,10 @@ extension PipelineTests {
         try await fixture.waitUntilLeased(id, by: doomed)
         let notified = try await sent
         #expect(notified.status == 0, "\(notified.error)")
-        try await Task.sleep(for: .milliseconds(300))
+        // Seen at its claim, the ring may not be written yet: the binary lane connects on its
+        // first notification (a TLS handshake, slow on a loaded machine). 1.5 s leaves it that
+        // and stays inside the 3 s the gateway holds its answer.
+        try await Task.sleep(for: .milliseconds(1_500))
         doomed.signal(SIGKILL)
         _ = await doomed.wait()
         let successor = try fixture.startWorker(protocol: `protocol`)
