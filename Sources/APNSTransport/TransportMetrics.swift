@@ -1,12 +1,13 @@
 import CoreMetrics
+import PushFleetCore
 
 /// What the senders of a process count, through swift-metrics: the process chooses the backend
 /// (PushFleet's commands export Prometheus text); without one, each call costs next to nothing.
 /// Names follow Prometheus conventions; no token or payload is ever a label.
 final class TransportMetrics: Sendable {
     /// Made on first use, after the process has bootstrapped its metrics backend.
-    static let http2 = TransportMetrics(protocol: "http2")
-    static let binary = TransportMetrics(protocol: "binary")
+    static let http2 = TransportMetrics(protocol: .http2)
+    static let binary = TransportMetrics(protocol: .binary)
 
     /// Connections to APNs established and not yet closed.
     let connections: Meter
@@ -21,8 +22,8 @@ final class TransportMetrics: Sendable {
     /// HTTP/2 answers with status 200.
     let accepted: Counter
 
-    private init(protocol name: String) {
-        let dimensions = [("protocol", name)]
+    private init(protocol deliveryProtocol: DeliveryProtocol) {
+        let dimensions = [("protocol", deliveryProtocol.rawValue)]
         self.connections = Meter(label: "pushfleet_apns_connections", dimensions: dimensions)
         self.connectFailures = Counter(label: "pushfleet_apns_connect_failures_total", dimensions: dimensions)
         self.requestTimeouts = Counter(label: "pushfleet_apns_request_timeouts_total", dimensions: dimensions)

@@ -143,7 +143,12 @@ public struct APIServer: Sendable {
             throw Self.badRequest("name the device's app: DELETE /v1/devices/{token}?topic=…&environment=…")
         }
         try Self.require(key, topic)
-        let environment = request.uri.queryParameters.get("environment") ?? "production"
+        let environment: APNsEnvironment
+        do throws(APIInputError) {
+            environment = try APIBody.environment(request.uri.queryParameters.get("environment"), "environment")
+        } catch {
+            throw Self.badRequest(error.message)
+        }
         let removed = try await Self.refusingBadInput { try await self.store.removeDevice(token, topic: topic, environment: environment) }
         guard removed else { throw HTTPError(.notFound, message: "no device \(token.hexString) for \(topic) (\(environment))") }
         return Response(status: .noContent)

@@ -1,4 +1,5 @@
 import Foundation
+import PushFleetCore
 import PushFleetPostgres
 import PushFleetRedis
 import PushFleetServices
@@ -33,7 +34,7 @@ enum Dashboard {
         let workers = try await queue.aliveWorkers(within: Self.aliveWindow)
         let quote = StatusReport.quote
         let workerObjects = workers.map { worker in
-            #"{"worker":\#(quote(worker.worker)),"topic":\#(quote(worker.topic)),"environment":\#(quote(worker.environment)),"#
+            #"{"worker":\#(quote(worker.worker)),"topic":\#(quote(worker.topic)),"environment":\#(quote(worker.environment.rawValue)),"#
                 + #""last_seen":\#(quote(StatusReport.timestamp(worker.lastSeen)))}"#
         }
         return #"{"generated_at":\#(quote(StatusReport.timestamp(Date()))),"#

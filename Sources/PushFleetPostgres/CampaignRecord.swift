@@ -6,7 +6,7 @@ public import PushFleetCore
 public struct CampaignRecord: Sendable, Hashable {
     public var id: UUID
     public var topic: String
-    public var environment: String
+    public var environment: APNsEnvironment
     public var state: CampaignState
     /// Eligible tokens.
     public var total: Int
@@ -56,7 +56,7 @@ public struct CampaignRecord: Sendable, Hashable {
     public var variant: String? = nil
 
     public init(
-        id: UUID, topic: String, environment: String, state: CampaignState, total: Int, shardCount: Int,
+        id: UUID, topic: String, environment: APNsEnvironment, state: CampaignState, total: Int, shardCount: Int,
         accepted: Int = 0, rejected: [String: Int] = [:], resent: Int = 0, retried: Int = 0, cancelled: Int = 0, doneShards: Int = 0,
         duplicatesDropped: Int = 0, createdAt: Date, startedAt: Date? = nil, finishedAt: Date? = nil,
         lastEventID: String = "0-0"

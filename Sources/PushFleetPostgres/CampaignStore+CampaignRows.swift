@@ -15,6 +15,15 @@ extension CampaignStore {
         FROM campaigns c JOIN apps a USING (app_id)
         """
 
+    /// The environment of campaign `id`'s app as its row spells it (the `apps` table's check
+    /// allows only the two).
+    static func environment(_ text: String, of id: UUID) throws -> APNsEnvironment {
+        guard let environment = APNsEnvironment(rawValue: text) else {
+            throw PostgresStoreError.invalidInput("campaign \(id) has an unknown environment '\(text)'")
+        }
+        return environment
+    }
+
     static func record(_ row: PostgresRow) throws -> CampaignRecord {
         let (id, topic, environment, state, total, shards, accepted, resent, cancelled, done, duplicates) = try row.decode(
             (UUID, String, String, String, Int, Int, Int, Int, Int, Int, Int).self
@@ -30,7 +39,7 @@ extension CampaignStore {
             throw PostgresStoreError.invalidInput("campaign \(id) has an unknown state '\(state)'")
         }
         var record = CampaignRecord(
-            id: id, topic: topic, environment: environment, state: state, total: total, shardCount: shards,
+            id: id, topic: topic, environment: try Self.environment(environment, of: id), state: state, total: total, shardCount: shards,
             accepted: accepted, rejected: Dictionary(zip(reasons, counts), uniquingKeysWith: max), resent: resent,
             retried: retried, cancelled: cancelled, doneShards: done, duplicatesDropped: duplicates, createdAt: createdAt,
             startedAt: startedAt, finishedAt: finishedAt, lastEventID: lastEventID
@@ -72,7 +81,7 @@ extension CampaignStore {
                 let cells = Array(row)
                 let (kind, audience) = (try cells[11].decode(String.self), try cells[12].decode(String?.self))
                 var definition = NewCampaign(
-                    id: id, topic: topic, environment: environment, payload: Array(payload.readableBytesView),
+                    id: id, topic: topic, environment: try Self.environment(environment, of: id), payload: Array(payload.readableBytesView),
                     pushType: pushType, priority: priority, expiration: expiration, collapseID: collapseID,
                     shardSize: shardSize, shardTokenCounts: shards, totalTokens: total, duplicatesDropped: duplicates
                 )

@@ -25,7 +25,7 @@ extension CampaignStore {
                 "campaign \(campaign.id): its \(campaign.shardTokenCounts.count) shards hold \(sum) tokens, but the total is \(campaign.totalTokens)"
             )
         }
-        try Self.checkApp(topic: campaign.topic, environment: campaign.environment)
+        try Self.checkTopic(campaign.topic)
         let (shardIDs, packed) = (tokens?.shards.map(\.shard) ?? [], PackedShards(tokens?.shards.map(\.tokens) ?? []))
         return try await self.withConnection("create campaign \(campaign.id)") { connection in
             let c = campaign
@@ -34,7 +34,7 @@ extension CampaignStore {
                 let rows = try await connection.query(
                     """
                     WITH app AS (
-                        SELECT app_id FROM apps WHERE topic = \(c.topic) AND environment = \(c.environment)
+                        SELECT app_id FROM apps WHERE topic = \(c.topic) AND environment = \(c.environment.rawValue)
                     ), created AS (
                         INSERT INTO campaigns (campaign_id, app_id, payload, push_type, priority, expiration, collapse_id,
                                                shard_size, shard_count, total_tokens, duplicates_dropped, kind, audience, launch,

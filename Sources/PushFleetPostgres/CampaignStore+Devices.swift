@@ -119,12 +119,12 @@ extension CampaignStore {
     /// `launch --from-registry` reaches it until it is registered or imported again. Campaigns
     /// launched before keep their audience.
     /// - Returns: whether the registry knew the token.
-    public func removeDevice(_ token: DeviceToken, topic: String, environment: String) async throws -> Bool {
+    public func removeDevice(_ token: DeviceToken, topic: String, environment: APNsEnvironment) async throws -> Bool {
         try await self.withConnection("remove a device") { connection in
             let rows = try await connection.query(
                 """
                 DELETE FROM device_tokens
-                WHERE app_id = (SELECT app_id FROM apps WHERE topic = \(topic) AND environment = \(environment))
+                WHERE app_id = (SELECT app_id FROM apps WHERE topic = \(topic) AND environment = \(environment.rawValue))
                   AND token = \(token.byteBuffer)
                 RETURNING 1
                 """,
@@ -177,7 +177,7 @@ extension CampaignStore {
 
     /// The active tokens of `audience` for `topic` and `environment`, in ascending byte order: what
     /// a notification to a user or a group goes to. Devices APNs declared dead are left out.
-    public func activeTokens(of audience: DeviceAudience, topic: String, environment: String) async throws -> [DeviceToken] {
+    public func activeTokens(of audience: DeviceAudience, topic: String, environment: APNsEnvironment) async throws -> [DeviceToken] {
         try await self.withConnection("read an audience's devices") { connection in
             // Each by the owner index: a ring reads its members' rows, never the app's whole registry.
             let rows: PostgresRowSequence
@@ -187,7 +187,7 @@ extension CampaignStore {
                     """
                     SELECT d.token FROM device_tokens d
                     WHERE d.user_id = \(user)
-                      AND d.app_id = (SELECT app_id FROM apps WHERE topic = \(topic) AND environment = \(environment))
+                      AND d.app_id = (SELECT app_id FROM apps WHERE topic = \(topic) AND environment = \(environment.rawValue))
                       AND d.status = 'active'
                     ORDER BY d.token
                     """,
@@ -198,7 +198,7 @@ extension CampaignStore {
                     """
                     SELECT d.token FROM group_members m JOIN device_tokens d ON d.user_id = m.user_id
                     WHERE m.group_id = \(group)
-                      AND d.app_id = (SELECT app_id FROM apps WHERE topic = \(topic) AND environment = \(environment))
+                      AND d.app_id = (SELECT app_id FROM apps WHERE topic = \(topic) AND environment = \(environment.rawValue))
                       AND d.status = 'active'
                     ORDER BY d.token
                     """,

@@ -63,7 +63,7 @@ extension CampaignStore {
             let owners = try await connection.query(
                 """
                 SELECT d.token, d.user_id FROM device_tokens d
-                WHERE d.app_id = (SELECT app_id FROM apps WHERE topic = \(record.topic) AND environment = \(record.environment))
+                WHERE d.app_id = (SELECT app_id FROM apps WHERE topic = \(record.topic) AND environment = \(record.environment.rawValue))
                   AND d.token = ANY(\(devices.map(\.token.byteBuffer))) AND d.user_id IS NOT NULL
                 """,
                 logger: self.logger

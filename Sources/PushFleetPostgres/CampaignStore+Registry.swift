@@ -9,7 +9,7 @@ extension CampaignStore {
     /// quarantined, it becomes active again only when `registeredAt` is later than its `invalid_since`
     /// (the device registered anew after APNs gave up on it). Duplicates in `tokens` count once.
     /// - Returns: the number of distinct tokens written.
-    public func importTokens(_ tokens: [DeviceToken], topic: String, environment: String, registeredAt: Date) async throws -> Int {
+    public func importTokens(_ tokens: [DeviceToken], topic: String, environment: APNsEnvironment, registeredAt: Date) async throws -> Int {
         let unique = Self.distinct(tokens)
         guard !unique.isEmpty else { return 0 }
         return try await self.withTransaction("import tokens") { connection in
@@ -38,14 +38,14 @@ extension CampaignStore {
     ///   - after: the last token of the previous page; `nil` for the first page.
     ///   - limit: the most tokens to return.
     /// - Returns: at most `limit` tokens; fewer (possibly none) at the end.
-    public func activeTokens(topic: String, environment: String, after: DeviceToken?, limit: Int) async throws -> [DeviceToken] {
+    public func activeTokens(topic: String, environment: APNsEnvironment, after: DeviceToken?, limit: Int) async throws -> [DeviceToken] {
         guard limit > 0 else { return [] }
         let start = after?.byteBuffer ?? ByteBuffer()
         return try await self.withConnection("read registry tokens") { connection in
             let rows = try await connection.query(
                 """
                 SELECT token FROM device_tokens
-                WHERE app_id = (SELECT app_id FROM apps WHERE topic = \(topic) AND environment = \(environment))
+                WHERE app_id = (SELECT app_id FROM apps WHERE topic = \(topic) AND environment = \(environment.rawValue))
                   AND status = 'active' AND token > \(start)
                 ORDER BY token LIMIT \(limit)
                 """,
@@ -62,7 +62,7 @@ extension CampaignStore {
     /// their devices registered (nil where none), in ascending byte order of the token; see
     /// ``activeTokens(topic:environment:after:limit:)``.
     public func activeRecipients(
-        topic: String, environment: String, after: DeviceToken?, limit: Int
+        topic: String, environment: APNsEnvironment, after: DeviceToken?, limit: Int
     ) async throws -> [(token: DeviceToken, locale: String?, timeZone: String?)] {
         guard limit > 0 else { return [] }
         let start = after?.byteBuffer ?? ByteBuffer()
@@ -70,7 +70,7 @@ extension CampaignStore {
             let rows = try await connection.query(
                 """
                 SELECT token, locale, time_zone FROM device_tokens
-                WHERE app_id = (SELECT app_id FROM apps WHERE topic = \(topic) AND environment = \(environment))
+                WHERE app_id = (SELECT app_id FROM apps WHERE topic = \(topic) AND environment = \(environment.rawValue))
                   AND status = 'active' AND token > \(start)
                 ORDER BY token LIMIT \(limit)
                 """,
@@ -90,7 +90,7 @@ extension CampaignStore {
     /// registry does not know are added with that status (and `registered_at = since`). When one token
     /// appears more than once, its latest entry counts.
     public func markTokens(
-        _ tokens: [(token: DeviceToken, status: TokenStatus, reason: String, since: Date)], topic: String, environment: String
+        _ tokens: [(token: DeviceToken, status: TokenStatus, reason: String, since: Date)], topic: String, environment: APNsEnvironment
     ) async throws {
         guard !tokens.isEmpty else { return }
         try await self.withTransaction("mark registry tokens") { connection in
@@ -100,12 +100,12 @@ extension CampaignStore {
     }
 
     /// A token's registry status, or `nil` if the registry does not know it.
-    public func tokenStatus(_ token: DeviceToken, topic: String, environment: String) async throws -> TokenStatus? {
+    public func tokenStatus(_ token: DeviceToken, topic: String, environment: APNsEnvironment) async throws -> TokenStatus? {
         try await self.withConnection("read a token's status") { connection in
             let rows = try await connection.query(
                 """
                 SELECT d.status FROM device_tokens d JOIN apps a USING (app_id)
-                WHERE a.topic = \(topic) AND a.environment = \(environment) AND d.token = \(token.byteBuffer)
+                WHERE a.topic = \(topic) AND a.environment = \(environment.rawValue) AND d.token = \(token.byteBuffer)
                 """,
                 logger: self.logger
             )

@@ -14,26 +14,22 @@ extension CampaignStore {
     /// Tokens per statement: one bind array each, well inside the protocol's 1 GB message limit.
     static let batchSize = 10_000
 
-    /// Throws ``PostgresStoreError`` with code `invalidInput` unless `topic` is not empty and
-    /// `environment` is `production` or `sandbox`.
-    static func checkApp(topic: String, environment: String) throws {
+    /// Throws ``PostgresStoreError`` with code `invalidInput` if `topic` is empty.
+    static func checkTopic(_ topic: String) throws {
         guard !topic.isEmpty else { throw PostgresStoreError.invalidInput("the topic (bundle id) is empty") }
-        guard environment == "production" || environment == "sandbox" else {
-            throw PostgresStoreError.invalidInput("environment '\(environment)' is not production or sandbox")
-        }
     }
 
     /// The id of the app `topic` and `environment` name, created if new.
-    func appID(topic: String, environment: String, on connection: PostgresConnection) async throws -> Int64 {
-        try Self.checkApp(topic: topic, environment: environment)
+    func appID(topic: String, environment: APNsEnvironment, on connection: PostgresConnection) async throws -> Int64 {
+        try Self.checkTopic(topic)
         let found = try await connection.query(
-            "SELECT app_id FROM apps WHERE topic = \(topic) AND environment = \(environment)", logger: self.logger
+            "SELECT app_id FROM apps WHERE topic = \(topic) AND environment = \(environment.rawValue)", logger: self.logger
         )
         for try await id in found.decode(Int64.self) { return id }
         // DO UPDATE rather than DO NOTHING: it returns the id even when a concurrent transaction inserted it.
         let inserted = try await connection.query(
             """
-            INSERT INTO apps (topic, environment) VALUES (\(topic), \(environment))
+            INSERT INTO apps (topic, environment) VALUES (\(topic), \(environment.rawValue))
             ON CONFLICT (topic, environment) DO UPDATE SET topic = EXCLUDED.topic RETURNING app_id
             """,
             logger: self.logger

@@ -7,7 +7,7 @@ public struct DeviceRegistration: Sendable, Hashable {
     /// The app's bundle id, the APNs topic.
     public var topic: String
     /// `production` or `sandbox`.
-    public var environment: String
+    public var environment: APNsEnvironment
     /// The user the device belongs to: 1 to 200 bytes of UTF-8, created if new.
     public var user: String
     /// `ios`, `ipados`, `macos`, `watchos`, `tvos` or `visionos`, or `nil` when the app did not say.
@@ -22,7 +22,7 @@ public struct DeviceRegistration: Sendable, Hashable {
     public var timeZone: String?
 
     public init(
-        token: DeviceToken, topic: String, environment: String, user: String, platform: String? = nil, registeredAt: Date,
+        token: DeviceToken, topic: String, environment: APNsEnvironment, user: String, platform: String? = nil, registeredAt: Date,
         locale: String? = nil, timeZone: String? = nil
     ) {
         self.token = token

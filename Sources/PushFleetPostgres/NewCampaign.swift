@@ -8,7 +8,7 @@ public struct NewCampaign: Sendable, Hashable {
     /// The app's bundle id (the APNs topic).
     public var topic: String
     /// `production` or `sandbox`.
-    public var environment: String
+    public var environment: APNsEnvironment
     /// The notification body, as sent.
     public var payload: [UInt8]
     /// `apns-push-type`, e.g. `alert`.
@@ -42,7 +42,7 @@ public struct NewCampaign: Sendable, Hashable {
     public var personalized = false
 
     public init(
-        id: UUID, topic: String, environment: String, payload: [UInt8], pushType: String, priority: Int,
+        id: UUID, topic: String, environment: APNsEnvironment, payload: [UInt8], pushType: String, priority: Int,
         expiration: Int, collapseID: String? = nil, shardSize: Int, shardTokenCounts: [Int], totalTokens: Int,
         duplicatesDropped: Int = 0
     ) {

@@ -11,7 +11,7 @@ extension CampaignDescriptor {
         var pairs: [(String, [UInt8])] = [
             ("id", Array(self.id.uuidString.lowercased().utf8)),
             ("topic", Array(self.topic.utf8)),
-            ("environment", Array(self.environment.utf8)),
+            ("environment", Array(self.environment.rawValue.utf8)),
             ("payload", self.payload),
             ("push_type", Array(self.pushType.utf8)),
             ("priority", self.priority.redisArgument),
@@ -39,6 +39,7 @@ extension CampaignDescriptor {
         }
         guard let id = UUID(uuidString: try text("id")) else { throw FieldError(name: "id") }
         guard let status = CampaignQueueStatus(rawValue: try text("status")) else { throw FieldError(name: "status") }
+        guard let environment = APNsEnvironment(rawValue: try text("environment")) else { throw FieldError(name: "environment") }
         guard let payload = fields["payload"] else { throw FieldError(name: "payload") }
         let kind = fields["kind"].map { CampaignKind(rawValue: String(decoding: $0, as: UTF8.self)) } ?? .campaign
         guard let kind else { throw FieldError(name: "kind") }
@@ -49,7 +50,7 @@ extension CampaignDescriptor {
         self.init(
             id: id,
             topic: try text("topic"),
-            environment: try text("environment"),
+            environment: environment,
             payload: payload,
             pushType: try text("push_type"),
             priority: try number("priority"),

@@ -8,7 +8,7 @@ public struct CampaignDescriptor: Hashable, Sendable {
     /// The app's bundle id (`apns-topic`).
     public var topic: String
     /// `"production"` or `"sandbox"`.
-    public var environment: String
+    public var environment: APNsEnvironment
     /// The notification payload, as sent (JSON bytes).
     public var payload: [UInt8]
     /// `apns-push-type`, e.g. `"alert"`.
@@ -37,7 +37,7 @@ public struct CampaignDescriptor: Hashable, Sendable {
     public init(
         id: UUID,
         topic: String,
-        environment: String,
+        environment: APNsEnvironment,
         payload: [UInt8],
         pushType: String,
         priority: Int,

@@ -63,17 +63,17 @@ struct CampaignKeys: Sendable {
 
     /// SET (no hash tag: touched only by single-key commands): ids of the active campaigns of a
     /// topic, `pf:active:<topic>:<environment>`, or of its notifications, `pf:now:<topic>:<environment>`.
-    static func active(topic: String, environment: String, kind: CampaignKind = .campaign) -> [UInt8] {
+    static func active(topic: String, environment: APNsEnvironment, kind: CampaignKind = .campaign) -> [UInt8] {
         switch kind {
-        case .campaign: Array("pf:active:\(topic):\(environment)".utf8)
-        case .notification: Array("pf:now:\(topic):\(environment)".utf8)
+        case .campaign: Array("pf:active:\(topic):\(environment.rawValue)".utf8)
+        case .notification: Array("pf:now:\(topic):\(environment.rawValue)".utf8)
         }
     }
 
     /// LIST (no hash tag): one entry per notification published, popped by a worker blocked in
     /// `BLPOP` so that it claims at once instead of at its next poll. Capped at ``wakeCap`` entries.
-    static func wake(topic: String, environment: String) -> [UInt8] {
-        Array("pf:wake:\(topic):\(environment)".utf8)
+    static func wake(topic: String, environment: APNsEnvironment) -> [UInt8] {
+        Array("pf:wake:\(topic):\(environment.rawValue)".utf8)
     }
 
     /// The most entries ``wake(topic:environment:)`` keeps: more than enough to wake every worker.

@@ -1,4 +1,5 @@
 import Foundation
+public import PushFleetCore
 
 /// The autoscaling signal: `pf:backlog:<topic>:<environment>`, a list whose length is the number of
 /// unfinished shards of the running campaigns of that topic and environment. KEDA's Redis list
@@ -29,7 +30,7 @@ extension CampaignQueue {
     }
 
     /// The length of the backlog list of `topic` and `environment` (0 when there is none).
-    public func backlog(topic: String, environment: String) async throws -> Int {
+    public func backlog(topic: String, environment: APNsEnvironment) async throws -> Int {
         try await self.count("LLEN", Array(BacklogKey(topic: topic, environment: environment).redisKey.utf8))
     }
 
@@ -40,13 +41,13 @@ extension CampaignQueue {
 /// A topic and environment, as the backlog lists name them.
 public struct BacklogKey: Hashable, Sendable {
     public var topic: String
-    public var environment: String
+    public var environment: APNsEnvironment
 
-    public init(topic: String, environment: String) {
+    public init(topic: String, environment: APNsEnvironment) {
         self.topic = topic
         self.environment = environment
     }
 
     /// LIST (no hash tag: single-key commands and a one-key script).
-    public var redisKey: String { "pf:backlog:\(self.topic):\(self.environment)" }
+    public var redisKey: String { "pf:backlog:\(self.topic):\(self.environment.rawValue)" }
 }

@@ -91,7 +91,7 @@ extension CampaignQueue {
     }
 
     /// Deletes every key of a finished campaign and removes it from its active set.
-    public func remove(campaign: UUID, topic: String, environment: String, kind: CampaignKind = .campaign) async throws {
+    public func remove(campaign: UUID, topic: String, environment: APNsEnvironment, kind: CampaignKind = .campaign) async throws {
         let keys = CampaignKeys(campaign)
         let active = CampaignKeys.active(topic: topic, environment: environment, kind: kind)
         try await self.client.withConnection { connection in

@@ -122,7 +122,7 @@ extension CampaignQueue {
         try await self.client.withConnection { connection in
             let reply = try connection.checkedCommand(RedisCommand.arguments("HMGET", keys.meta, "topic", "environment", "kind"))
             try CampaignQueue.deleteAll(keys, shardCount: shardCount, on: connection)
-            if let parts = reply.array, parts.count == 3, let topic = parts[0].string, let environment = parts[1].string {
+            if let parts = reply.array, parts.count == 3, let topic = parts[0].string, let environment = parts[1].string.flatMap(APNsEnvironment.init(rawValue:)) {
                 let kind = parts[2].string.flatMap(CampaignKind.init(rawValue:)) ?? .campaign
                 let active = CampaignKeys.active(topic: topic, environment: environment, kind: kind)
                 _ = try connection.checkedCommand(RedisCommand.arguments("SREM", active, campaign.uuidString.lowercased()))
@@ -153,7 +153,7 @@ extension CampaignQueue {
 
     /// The ids in the active set of `kind` (`pf:active:<topic>:<environment>` for campaigns,
     /// `pf:now:<topic>:<environment>` for notifications), in no particular order.
-    public func activeCampaigns(topic: String, environment: String, kind: CampaignKind = .campaign) async throws -> [UUID] {
+    public func activeCampaigns(topic: String, environment: APNsEnvironment, kind: CampaignKind = .campaign) async throws -> [UUID] {
         let active = CampaignKeys.active(topic: topic, environment: environment, kind: kind)
         return try await self.client.withConnection { connection in
             let reply = try connection.checkedCommand([Array("SMEMBERS".utf8), active])
@@ -196,7 +196,7 @@ extension CampaignQueue {
     }
 
     /// Adds the campaign to the active set of `kind`, where workers look for work; idempotent.
-    public func ensureActive(campaign: UUID, topic: String, environment: String, kind: CampaignKind = .campaign) async throws {
+    public func ensureActive(campaign: UUID, topic: String, environment: APNsEnvironment, kind: CampaignKind = .campaign) async throws {
         try await self.client.withConnection { connection in
             try CampaignQueue.activate(campaign, topic: topic, environment: environment, kind: kind, on: connection)
         }
@@ -206,7 +206,7 @@ extension CampaignQueue {
     /// environment to be published; returns whether one was. Each publication wakes one waiter.
     ///
     /// Blocks this client's connection for as long as it waits: call it on a client of its own.
-    public func waitForNotification(topic: String, environment: String, timeout: Duration) async throws -> Bool {
+    public func waitForNotification(topic: String, environment: APNsEnvironment, timeout: Duration) async throws -> Bool {
         let key = CampaignKeys.wake(topic: topic, environment: environment)
         let seconds = max(1, Int(timeout.components.seconds))
         return try await self.client.withConnection { connection in

@@ -1,4 +1,5 @@
 public import Foundation
+public import PushFleetCore
 
 // MARK: - Workers alive
 
@@ -11,13 +12,13 @@ extension CampaignQueue {
     public struct WorkerPresence: Hashable, Sendable {
         public var worker: String
         public var topic: String
-        public var environment: String
+        public var environment: APNsEnvironment
         public var lastSeen: Date
     }
 
     /// Says the worker is alive now; a worker calls it every few seconds.
-    public func reportAlive(worker: String, topic: String, environment: String) async throws {
-        let member = "\(worker)|\(topic)|\(environment)"
+    public func reportAlive(worker: String, topic: String, environment: APNsEnvironment) async throws {
+        let member = "\(worker)|\(topic)|\(environment.rawValue)"
         let now = Int(Date().timeIntervalSince1970 * 1000)
         try await self.client.withConnection { connection in
             _ = try connection.checkedCommand(RedisCommand.arguments("ZADD", Self.workersKey, now, member))
@@ -25,8 +26,8 @@ extension CampaignQueue {
     }
 
     /// Says the worker is gone (it drained).
-    public func reportGone(worker: String, topic: String, environment: String) async throws {
-        let member = "\(worker)|\(topic)|\(environment)"
+    public func reportGone(worker: String, topic: String, environment: APNsEnvironment) async throws {
+        let member = "\(worker)|\(topic)|\(environment.rawValue)"
         try await self.client.withConnection { connection in
             _ = try connection.checkedCommand(RedisCommand.arguments("ZREM", Self.workersKey, member))
         }
@@ -45,10 +46,10 @@ extension CampaignQueue {
             for index in stride(from: 0, to: items.count, by: 2) {
                 guard let member = items[index].string, let score = items[index + 1].string.flatMap(Double.init) else { continue }
                 let parts = member.split(separator: "|", omittingEmptySubsequences: false)
-                guard parts.count == 3 else { continue }
+                guard parts.count == 3, let environment = APNsEnvironment(rawValue: String(parts[2])) else { continue }
                 found.append(
                     WorkerPresence(
-                        worker: String(parts[0]), topic: String(parts[1]), environment: String(parts[2]),
+                        worker: String(parts[0]), topic: String(parts[1]), environment: environment,
                         lastSeen: Date(timeIntervalSince1970: score / 1000)
                     )
                 )

@@ -37,7 +37,7 @@ public struct CampaignQueue: Sendable {
     /// Adds the campaign to the active set of its kind (`pf:active:…` or `pf:now:…`), where
     /// workers look for work; idempotent.
     static func activate(
-        _ campaign: UUID, topic: String, environment: String, kind: CampaignKind, on connection: RedisConnection
+        _ campaign: UUID, topic: String, environment: APNsEnvironment, kind: CampaignKind, on connection: RedisConnection
     ) throws(RedisError) {
         let active = CampaignKeys.active(topic: topic, environment: environment, kind: kind)
         _ = try connection.checkedCommand(RedisCommand.arguments("SADD", active, campaign.uuidString.lowercased()))

@@ -7,7 +7,7 @@ import APNSWire
 public import Foundation
 import NIOCore
 import NIOPosix
-import PushFleetCore
+public import PushFleetCore
 import Synchronization
 
 /// The only writer of progress to Postgres. One instance leads (a Postgres advisory lock); others
@@ -22,9 +22,9 @@ public final class CoordinatorService: Sendable {
         public var tls: ClientTLS
         public var serverHostname: String?
         public var topic: String
-        public var environment: String
+        public var environment: APNsEnvironment
 
-        public init(host: String, port: Int, tls: ClientTLS, serverHostname: String? = nil, topic: String, environment: String) {
+        public init(host: String, port: Int, tls: ClientTLS, serverHostname: String? = nil, topic: String, environment: APNsEnvironment) {
             self.host = host
             self.port = port
             self.tls = tls

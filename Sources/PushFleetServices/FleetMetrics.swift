@@ -1,3 +1,4 @@
+import PushFleetCore
 import CoreMetrics
 import PushFleetPostgres
 import PushFleetRedis
@@ -88,7 +89,7 @@ final class FleetMetrics: Sendable {
 
     private struct TopicKey: Hashable {
         var topic: String
-        var environment: String
+        var environment: APNsEnvironment
     }
 
     /// Sets the gauges read from Postgres at each scrape: campaigns by state, and for the
@@ -105,7 +106,7 @@ final class FleetMetrics: Sendable {
         self.deadShards.set(dead)
         self.pendingGauges.withLock { gauges in
             for key in Set(gauges.keys).union(pending.keys) {
-                let gauge = gauges[key] ?? Meter(label: "pushfleet_pending_tokens", dimensions: [("topic", key.topic), ("environment", key.environment)])
+                let gauge = gauges[key] ?? Meter(label: "pushfleet_pending_tokens", dimensions: [("topic", key.topic), ("environment", key.environment.rawValue)])
                 gauges[key] = gauge
                 gauge.set(pending[key] ?? 0)
             }

@@ -34,7 +34,7 @@ public struct LaunchError: Error, CustomStringConvertible {
         )
     }
 
-    static func noDevices(_ audience: String, topic: String, environment: String) -> Self {
+    static func noDevices(_ audience: String, topic: String, environment: APNsEnvironment) -> Self {
         Self(message: "\(audience) has no active device for topic \(topic) (\(environment)); nothing was sent")
     }
 

@@ -19,7 +19,7 @@ public struct Launcher: Sendable {
     public struct Request: Sendable {
         public var id: UUID?
         public var topic: String
-        public var environment: String
+        public var environment: APNsEnvironment
         public var payload: Payload
         public var pushType: String
         public var priority: Int
@@ -48,7 +48,7 @@ public struct Launcher: Sendable {
         public var personalized = false
 
         public init(
-            id: UUID? = nil, topic: String, environment: String, payload: Payload, pushType: String = "alert",
+            id: UUID? = nil, topic: String, environment: APNsEnvironment, payload: Payload, pushType: String = "alert",
             priority: Int = 10, expiration: Int = 0, collapseID: String? = nil, shardSize: Int = 1_000, requiredTokenSize: Int? = nil
         ) {
             self.id = id

@@ -22,7 +22,7 @@ public enum NotificationJSON {
             ("id", quote(r.id.uuidString.lowercased())),
             ("state", quote(r.state.rawValue)),
             ("topic", quote(r.topic)),
-            ("environment", quote(r.environment)),
+            ("environment", quote(r.environment.rawValue)),
             ("audience", report.audience.map(quote) ?? "null"),
             ("total", "\(r.total)"),
             ("accepted", "\(report.devices.count { $0.status == .accepted })"),

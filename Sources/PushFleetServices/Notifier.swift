@@ -26,7 +26,7 @@ public struct Notifier: Sendable {
         /// Sending the same id twice sends once. Defaults to a new id.
         public var id: UUID?
         public var topic: String
-        public var environment: String
+        public var environment: APNsEnvironment
         public var audience: Audience
         public var payload: Payload
         public var pushType: String
@@ -37,7 +37,7 @@ public struct Notifier: Sendable {
         public var requiredTokenSize: Int?
 
         public init(
-            id: UUID? = nil, topic: String, environment: String, audience: Audience, payload: Payload, pushType: String = "alert",
+            id: UUID? = nil, topic: String, environment: APNsEnvironment, audience: Audience, payload: Payload, pushType: String = "alert",
             priority: Int = 10, expiration: Int = 0, collapseID: String? = nil, requiredTokenSize: Int? = nil
         ) {
             self.id = id

@@ -8,10 +8,10 @@ public struct RegistryTokenSource: TokenSource {
     public var batchValues: RecipientValueList? { nil }
     let store: CampaignStore
     let topic: String
-    let environment: String
+    let environment: APNsEnvironment
     private var after: DeviceToken? = nil
 
-    public init(store: CampaignStore, topic: String, environment: String) {
+    public init(store: CampaignStore, topic: String, environment: APNsEnvironment) {
         self.store = store
         self.topic = topic
         self.environment = environment
@@ -31,11 +31,11 @@ public struct RegistryPlannedTokenSource: PlannedTokenSource {
     public var batchValues: RecipientValueList? { nil }
     let store: CampaignStore
     let topic: String
-    let environment: String
+    let environment: APNsEnvironment
     public private(set) var plan: LaunchPlan
     private var after: DeviceToken? = nil
 
-    public init(store: CampaignStore, topic: String, environment: String, plan: LaunchPlan) {
+    public init(store: CampaignStore, topic: String, environment: APNsEnvironment, plan: LaunchPlan) {
         self.store = store
         self.topic = topic
         self.environment = environment

@@ -1,3 +1,4 @@
+import PushFleetCore
 public import Foundation
 public import PushFleetPostgres
 
@@ -28,7 +29,7 @@ public struct StatusReport: Sendable {
             ("id", Self.quote(r.id.uuidString.lowercased())),
             ("state", Self.quote(r.state.rawValue)),
             ("topic", Self.quote(r.topic)),
-            ("environment", Self.quote(r.environment)),
+            ("environment", Self.quote(r.environment.rawValue)),
             ("total", "\(r.total)"),
             ("accepted", "\(r.accepted)"),
             ("rejected", rejected),

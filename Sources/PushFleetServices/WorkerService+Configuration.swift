@@ -1,9 +1,11 @@
+public import PushFleetCore
+
 extension WorkerService {
     /// How a worker claims and paces work. Every default is stated with its unit.
     public struct Configuration: Sendable {
         /// Campaigns of this topic and environment are served.
         public var topic: String
-        public var environment: String
+        public var environment: APNsEnvironment
         /// Names this worker in lease owners and logs. Defaults to host, pid and a random suffix.
         public var workerID: String
         /// Slots, each with its own connection. Defaults to 4.
@@ -37,7 +39,7 @@ extension WorkerService {
 
         public init(
             topic: String,
-            environment: String,
+            environment: APNsEnvironment,
             workerID: String = WorkerService.defaultWorkerID(),
             connections: Int = 4,
             shardsPerConnection: Int = 4,

@@ -271,8 +271,8 @@ public final class WorkerService: Sendable {
                 self.channelProblem.withLock { $0 = nil }
                 return context
             } catch {
-                self.channelProblem.withLock { $0 = "cannot make a \(self.transport.name) sender: \(error)" }
-                self.logger.error("cannot make a \(self.transport.name) sender", metadata: ["error": "\(error)"])
+                self.channelProblem.withLock { $0 = "cannot make a \(self.transport.protocol.name) sender: \(error)" }
+                self.logger.error("cannot make a \(self.transport.protocol.name) sender", metadata: ["error": "\(error)"])
                 await drain.sleep(for: .seconds(1))
             }
         }
@@ -358,7 +358,7 @@ final class TemplateCache: Sendable {
             entry = try transport.makeTemplate(descriptor)
         } catch {
             logger.error(
-                "campaign cannot be sent over the \(transport.name) protocol; leaving it to other workers",
+                "campaign cannot be sent over the \(transport.protocol.name) protocol; leaving it to other workers",
                 metadata: ["campaign": "\(campaign)", "error": "\(error)"]
             )
             entry = nil

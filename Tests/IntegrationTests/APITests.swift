@@ -86,7 +86,7 @@ import Glibc
                 #expect(try await server.call("GET", "/v1/campaigns/\(id.uuidString)", key: presented).status == 401)
             }
             #expect(try await store.campaign(id) == nil)
-            #expect(try await store.tokenStatus(token, topic: topic, environment: "production") == nil)
+            #expect(try await store.tokenStatus(token, topic: topic, environment: .production) == nil)
         }
         await server.stop()
     }
@@ -110,7 +110,7 @@ import Glibc
             #expect(device.status == 403)
             #expect(try await server.call("DELETE", "/v1/devices/\(token.hexString)?topic=\(theirs)", key: bearer).status == 403)
             #expect(try await store.campaign(id) == nil)
-            #expect(try await store.tokenStatus(token, topic: theirs, environment: "production") == nil)
+            #expect(try await store.tokenStatus(token, topic: theirs, environment: .production) == nil)
 
             // Their campaign's progress is not for this key either.
             let launched = PostgresFixture.campaign(topic: theirs)
@@ -136,6 +136,7 @@ import Glibc
                 (#"{"id":"\#(id.uuidString)","topic":"\#(topic)","tokens":["\#(token.hexString)"]}"#, "payload\\\" is missing"),
                 (#"{"id":"\#(id.uuidString)","topic":"\#(topic)","tokens":["\#(token.hexString)"],"payload":{"aps":{}},"priority":7}"#, "priority"),
                 (#"{"id":"\#(id.uuidString)","topic":"\#(topic)","user":"nobody-\#(id.uuidString)","payload":{"aps":{"alert":"x"}}}"#, "no active device"),
+                (#"{"id":"\#(id.uuidString)","topic":"\#(topic)","environment":"staging","tokens":["\#(token.hexString)"],"payload":{"aps":{"alert":"x"}}}"#, "environment\\\" is production or sandbox"),
             ]
             for (body, reason) in cases {
                 let answer = try await server.call("POST", "/v1/notify", key: bearer, body: body)
@@ -166,8 +167,16 @@ import Glibc
             )
             #expect(device.status == 400)
             #expect(device.body.contains("amiga"))
+            let staging = try await server.call(
+                "PUT", "/v1/devices/\(token.hexString)", key: bearer, body: #"{"topic":"\#(topic)","environment":"staging","user":"u"}"#
+            )
+            #expect(staging.status == 400, "\(staging.body)")
+            #expect(staging.body.contains("is production or sandbox"), "\(staging.body)")
+            let removal = try await server.call("DELETE", "/v1/devices/\(token.hexString)?topic=\(topic)&environment=staging", key: bearer, body: nil)
+            #expect(removal.status == 400, "\(removal.body)")
+            #expect(removal.body.contains("environment is production or sandbox"), "\(removal.body)")
             #expect(try await store.campaign(id) == nil)
-            #expect(try await store.tokenStatus(token, topic: topic, environment: "production") == nil)
+            #expect(try await store.tokenStatus(token, topic: topic, environment: .production) == nil)
         }
         await server.stop()
     }

@@ -152,7 +152,7 @@ struct CoordinatorHarness {
     let store: CampaignStore
     let coordinator: CoordinatorService
     let topic = PostgresFixture.topic("isolation")
-    let environment = "production"
+    let environment = APNsEnvironment.production
 
     static func run(configuration: CoordinatorService.Configuration = .init(), _ body: (CoordinatorHarness) async throws -> Void) async throws {
         let client = RedisClient(configuration: try RedisConfiguration(url: try IntegrationEnvironment.redisURL()), logger: silentRedisLogger)

@@ -72,7 +72,7 @@ import Testing
             #expect(try await store.createCampaign(campaign))
             #expect(try await store.setState(campaign.id, to: .running, from: [.pending]))
             let worker = "dashboard-worker-\(UUID().uuidString.prefix(8))"
-            try await queue.reportAlive(worker: worker, topic: topic, environment: "production")
+            try await queue.reportAlive(worker: worker, topic: topic, environment: .production)
 
             // A first fold, then counts that rise as folds raise them until the browser is done:
             // in a process of its own (psql in a loop), which no busy test thread can hold up.

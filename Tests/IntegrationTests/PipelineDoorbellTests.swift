@@ -94,7 +94,7 @@ extension PipelineTests {
             try await store.migrate()
             for phone in [gone, alive] {
                 _ = try await store.registerDevice(
-                    DeviceRegistration(token: phone, topic: fixture.topic, environment: "production", user: "alice", registeredAt: registered)
+                    DeviceRegistration(token: phone, topic: fixture.topic, environment: .production, user: "alice", registeredAt: registered)
                 )
             }
         }
@@ -118,7 +118,7 @@ extension PipelineTests {
 
         try await fixture.withStore { store in
             let start = ContinuousClock.now
-            while try await store.tokenStatus(gone, topic: fixture.topic, environment: "production") != .unregistered {
+            while try await store.tokenStatus(gone, topic: fixture.topic, environment: .production) != .unregistered {
                 try #require(ContinuousClock.now - start < .seconds(60), "the registry never marked the phone unregistered")
                 try await Task.sleep(for: .milliseconds(200))
             }
@@ -131,11 +131,11 @@ extension PipelineTests {
         try await fixture.withStore { store in
             // APNs' verdict is dated about `before` (the simulator's clock when it answered).
             let early = try await store.registerDevice(
-                DeviceRegistration(token: gone, topic: fixture.topic, environment: "production", user: "alice", registeredAt: before.addingTimeInterval(-60))
+                DeviceRegistration(token: gone, topic: fixture.topic, environment: .production, user: "alice", registeredAt: before.addingTimeInterval(-60))
             )
             #expect(early.status == .unregistered)
             let late = try await store.registerDevice(
-                DeviceRegistration(token: gone, topic: fixture.topic, environment: "production", user: "alice", registeredAt: Date())
+                DeviceRegistration(token: gone, topic: fixture.topic, environment: .production, user: "alice", registeredAt: Date())
             )
             #expect(late.status == .active)
         }
@@ -258,7 +258,7 @@ struct Household {
         try await store.migrate()
         for (offset, phone) in self.phones.enumerated() {
             _ = try await store.registerDevice(
-                DeviceRegistration(token: phone, topic: self.topic, environment: "production", user: self.users[offset / 2], platform: "ios", registeredAt: Date())
+                DeviceRegistration(token: phone, topic: self.topic, environment: .production, user: self.users[offset / 2], platform: "ios", registeredAt: Date())
             )
         }
         try await store.setGroupMembers(self.group, users: self.users)

@@ -40,12 +40,12 @@ extension PipelineTests {
         // unregistered at APNs' timestamp.
         try await fixture.withStore { store in
             var quarantined = 0
-            for token in fixture.invalid where try await store.tokenStatus(token, topic: fixture.topic, environment: "production") == .quarantined {
+            for token in fixture.invalid where try await store.tokenStatus(token, topic: fixture.topic, environment: .production) == .quarantined {
                 quarantined += 1
             }
             #expect(quarantined == fixture.invalid.count)
             var unregistered = 0
-            for token in fixture.unregistered where try await store.tokenStatus(token, topic: fixture.topic, environment: "production") == .unregistered {
+            for token in fixture.unregistered where try await store.tokenStatus(token, topic: fixture.topic, environment: .production) == .unregistered {
                 unregistered += 1
             }
             #expect(unregistered == fixture.unregistered.count)

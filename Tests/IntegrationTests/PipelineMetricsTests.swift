@@ -1,4 +1,5 @@
 import Foundation
+import PushFleetCore
 import PushFleetPostgres
 import PushFleetRedis
 import PushFleetAPI
@@ -42,7 +43,7 @@ extension PipelineTests {
         let shards = try #require(try await fixture.withStore { try await $0.campaign(id) }?.shardCount)
         var backlog = 0
         for _ in 0..<600 where backlog != shards {
-            backlog = try await queue.backlog(topic: fixture.topic, environment: "production")
+            backlog = try await queue.backlog(topic: fixture.topic, environment: .production)
             if backlog != shards { try await Task.sleep(for: .milliseconds(200)) }
         }
         #expect(backlog == shards)
@@ -88,7 +89,7 @@ extension PipelineTests {
         #expect(after.value("pushfleet_pending_tokens", topic) == 0)
         #expect((after.value("pushfleet_campaigns", ["state": "completed"]) ?? 0) >= 1)
         for _ in 0..<600 where backlog != 0 {
-            backlog = try await queue.backlog(topic: fixture.topic, environment: "production")
+            backlog = try await queue.backlog(topic: fixture.topic, environment: .production)
             if backlog != 0 { try await Task.sleep(for: .milliseconds(200)) }
         }
         #expect(backlog == 0, "the backlog list outlived its campaign")

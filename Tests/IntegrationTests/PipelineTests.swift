@@ -27,13 +27,13 @@ import Glibc
         // Invalid tokens are marked in the registry; unregistered ones after the feedback poll.
         try await fixture.withStore { store in
             for token in fixture.invalid {
-                #expect(try await store.tokenStatus(token, topic: fixture.topic, environment: "production") == .invalid)
+                #expect(try await store.tokenStatus(token, topic: fixture.topic, environment: .production) == .invalid)
             }
             let start = ContinuousClock.now
             var marked = 0
             while ContinuousClock.now - start < .seconds(60) {
                 marked = 0
-                for token in fixture.unregistered where try await store.tokenStatus(token, topic: fixture.topic, environment: "production") == .unregistered {
+                for token in fixture.unregistered where try await store.tokenStatus(token, topic: fixture.topic, environment: .production) == .unregistered {
                     marked += 1
                 }
                 if marked == fixture.unregistered.count { break }

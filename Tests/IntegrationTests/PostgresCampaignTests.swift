@@ -13,7 +13,7 @@ import Testing
             #expect(try await store.createCampaign(campaign))
             let record = try #require(try await store.campaign(campaign.id))
             #expect(record.topic == topic)
-            #expect(record.environment == "production")
+            #expect(record.environment == .production)
             #expect(record.state == .pending)
             #expect(record.total == 30)
             #expect(record.shardCount == 3)

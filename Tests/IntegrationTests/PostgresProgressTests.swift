@@ -65,7 +65,7 @@ import Testing
         let registered = Date(timeIntervalSince1970: 1_700_000_000)
         let unregisteredAt = Int64(1_700_000_100_000)
         try await PostgresFixture.withStore { store async throws in
-            _ = try await store.importTokens(tokens, topic: topic, environment: "production", registeredAt: registered)
+            _ = try await store.importTokens(tokens, topic: topic, environment: .production, registeredAt: registered)
             _ = try await store.createCampaign(campaign)
             let update = ProgressUpdate(
                 campaign: campaign.id, accepted: 10, rejected: ["BadDeviceToken": 1, "InvalidToken": 1, "Unregistered": 2],
@@ -102,7 +102,7 @@ import Testing
             #expect(failures.first { $0.token == tokens[2] }?.shard == 1)
             #expect(failures.first { $0.token == tokens[0] }?.apnsTimestampMilliseconds == nil)
 
-            let status = { (token: DeviceToken) in try await store.tokenStatus(token, topic: topic, environment: "production") }
+            let status = { (token: DeviceToken) in try await store.tokenStatus(token, topic: topic, environment: .production) }
             #expect(try await status(tokens[0]) == .quarantined)
             #expect(try await status(tokens[1]) == .invalid)
             #expect(try await status(tokens[2]) == .unregistered)
@@ -111,9 +111,9 @@ import Testing
 
             // since = APNs' timestamp: a registration just before it does not revive the token, one after does.
             let unregisteredDate = Date(timeIntervalSince1970: TimeInterval(unregisteredAt) / 1000)
-            _ = try await store.importTokens([tokens[2]], topic: topic, environment: "production", registeredAt: unregisteredDate - 1)
+            _ = try await store.importTokens([tokens[2]], topic: topic, environment: .production, registeredAt: unregisteredDate - 1)
             #expect(try await status(tokens[2]) == .unregistered)
-            _ = try await store.importTokens([tokens[2]], topic: topic, environment: "production", registeredAt: unregisteredDate + 1)
+            _ = try await store.importTokens([tokens[2]], topic: topic, environment: .production, registeredAt: unregisteredDate + 1)
             #expect(try await status(tokens[2]) == .active)
         }
     }

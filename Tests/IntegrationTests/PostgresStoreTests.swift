@@ -38,16 +38,16 @@ import Testing
         let topic = PostgresFixture.topic("import")
         let tokens = PostgresFixture.tokens(10_000)
         try await PostgresFixture.withStore { store async throws in
-            let written = try await store.importTokens(tokens + Array(tokens.prefix(100)), topic: topic, environment: "production", registeredAt: Date())
+            let written = try await store.importTokens(tokens + Array(tokens.prefix(100)), topic: topic, environment: .production, registeredAt: Date())
             #expect(written == 10_000)
-            #expect(try await store.countTokens(topic: topic, environment: "production", status: .active) == 10_000)
-            #expect(try await store.importTokens(Array(tokens.prefix(10)), topic: topic, environment: "production", registeredAt: Date()) == 10)
+            #expect(try await store.countTokens(topic: topic, environment: .production, status: .active) == 10_000)
+            #expect(try await store.importTokens(Array(tokens.prefix(10)), topic: topic, environment: .production, registeredAt: Date()) == 10)
 
             var paged: [DeviceToken] = []
             var after: DeviceToken? = nil
             var pages = 0
             while true {
-                let page = try await store.activeTokens(topic: topic, environment: "production", after: after, limit: 1_500)
+                let page = try await store.activeTokens(topic: topic, environment: .production, after: after, limit: 1_500)
                 if page.isEmpty { break }
                 paged += page
                 after = page.last
@@ -55,8 +55,8 @@ import Testing
             }
             #expect(pages == 7)
             #expect(paged == PostgresFixture.sorted(tokens))
-            #expect(try await store.activeTokens(topic: topic, environment: "sandbox", after: nil, limit: 10).isEmpty)
-            #expect(try await store.activeTokens(topic: topic + ".other", environment: "production", after: nil, limit: 10).isEmpty)
+            #expect(try await store.activeTokens(topic: topic, environment: .sandbox, after: nil, limit: 10).isEmpty)
+            #expect(try await store.activeTokens(topic: topic + ".other", environment: .production, after: nil, limit: 10).isEmpty)
         }
     }
 
@@ -67,7 +67,7 @@ import Testing
         let late = tokens[1]
         let unknown = tokens[2]
         try await PostgresFixture.withStore { store async throws in
-            _ = try await store.importTokens([early, late], topic: topic, environment: "production", registeredAt: t0)
+            _ = try await store.importTokens([early, late], topic: topic, environment: .production, registeredAt: t0)
             try await store.markTokens(
                 [
                     (token: early, status: .unregistered, reason: "Unregistered", since: t0 + 60),
@@ -75,33 +75,25 @@ import Testing
                     (token: late, status: .unregistered, reason: "Unregistered", since: t0 - 60),
                     (token: unknown, status: .quarantined, reason: "BadDeviceToken", since: t0),
                 ],
-                topic: topic, environment: "production"
+                topic: topic, environment: .production
             )
-            #expect(try await store.tokenStatus(early, topic: topic, environment: "production") == .unregistered)
-            #expect(try await store.tokenStatus(late, topic: topic, environment: "production") == .active)
-            #expect(try await store.tokenStatus(unknown, topic: topic, environment: "production") == .quarantined)
-            #expect(try await store.tokenStatus(tokens[3], topic: topic, environment: "production") == nil)
-            #expect(try await store.tokenStatus(early, topic: topic, environment: "sandbox") == nil)
-            #expect(try await store.countTokens(topic: topic, environment: "production", status: .unregistered) == 1)
+            #expect(try await store.tokenStatus(early, topic: topic, environment: .production) == .unregistered)
+            #expect(try await store.tokenStatus(late, topic: topic, environment: .production) == .active)
+            #expect(try await store.tokenStatus(unknown, topic: topic, environment: .production) == .quarantined)
+            #expect(try await store.tokenStatus(tokens[3], topic: topic, environment: .production) == nil)
+            #expect(try await store.tokenStatus(early, topic: topic, environment: .sandbox) == nil)
+            #expect(try await store.countTokens(topic: topic, environment: .production, status: .unregistered) == 1)
 
             // Registered again, but before the invalidation: still unregistered, and not paged.
-            _ = try await store.importTokens([early], topic: topic, environment: "production", registeredAt: t0 + 30)
-            #expect(try await store.tokenStatus(early, topic: topic, environment: "production") == .unregistered)
-            #expect(try await store.activeTokens(topic: topic, environment: "production", after: nil, limit: 10) == [late])
+            _ = try await store.importTokens([early], topic: topic, environment: .production, registeredAt: t0 + 30)
+            #expect(try await store.tokenStatus(early, topic: topic, environment: .production) == .unregistered)
+            #expect(try await store.activeTokens(topic: topic, environment: .production, after: nil, limit: 10) == [late])
 
             // Registered after the invalidation: active again.
-            _ = try await store.importTokens([early, unknown], topic: topic, environment: "production", registeredAt: t0 + 120)
-            #expect(try await store.tokenStatus(early, topic: topic, environment: "production") == .active)
-            #expect(try await store.tokenStatus(unknown, topic: topic, environment: "production") == .active)
-            #expect(Set(try await store.activeTokens(topic: topic, environment: "production", after: nil, limit: 10)) == [early, late, unknown])
-        }
-    }
-
-    @Test func badEnvironmentIsRejected() async throws {
-        try await PostgresFixture.withStore { store async throws in
-            await #expect(throws: PostgresStoreError.self) {
-                _ = try await store.importTokens(PostgresFixture.tokens(1), topic: "com.example.x", environment: "staging", registeredAt: Date())
-            }
+            _ = try await store.importTokens([early, unknown], topic: topic, environment: .production, registeredAt: t0 + 120)
+            #expect(try await store.tokenStatus(early, topic: topic, environment: .production) == .active)
+            #expect(try await store.tokenStatus(unknown, topic: topic, environment: .production) == .active)
+            #expect(Set(try await store.activeTokens(topic: topic, environment: .production, after: nil, limit: 10)) == [early, late, unknown])
         }
     }
 }

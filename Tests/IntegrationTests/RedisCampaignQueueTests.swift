@@ -11,7 +11,7 @@ import Testing
         let queue = fixture.queue
         let tokens = try await fixture.launch([3, 2])
         #expect(try await queue.descriptor(campaign: fixture.campaign) == fixture.descriptor(shardCount: 2, totalTokens: 5))
-        #expect(try await queue.activeCampaigns(topic: fixture.topic, environment: "sandbox").contains(fixture.campaign))
+        #expect(try await queue.activeCampaigns(topic: fixture.topic, environment: .sandbox).contains(fixture.campaign))
         #expect(try await queue.pendingCount(campaign: fixture.campaign) == 2)
 
         let lease = try #require(try await queue.claim(campaign: fixture.campaign, worker: "w1", leaseMilliseconds: 30_000))
@@ -187,9 +187,9 @@ import Testing
         try await fixture.reap(1, maximumAttempts: 1)  // shard 1 dies; shard 2 stays pending
         #expect(try await fixture.keys().count >= 8)
 
-        try await fixture.queue.remove(campaign: fixture.campaign, topic: fixture.topic, environment: "sandbox")
+        try await fixture.queue.remove(campaign: fixture.campaign, topic: fixture.topic, environment: .sandbox)
         #expect(try await fixture.keys() == [])
-        #expect(!(try await fixture.queue.activeCampaigns(topic: fixture.topic, environment: "sandbox").contains(fixture.campaign)))
+        #expect(!(try await fixture.queue.activeCampaigns(topic: fixture.topic, environment: .sandbox).contains(fixture.campaign)))
         #expect(try await fixture.queue.descriptor(campaign: fixture.campaign) == nil)
         try await fixture.shutdown()
     }
@@ -205,7 +205,7 @@ import Testing
         try await fixture.launch([1, 1])
         try await fixture.queue.discard(campaign: fixture.campaign, shardCount: 2)
         #expect(try await fixture.keys() == [])
-        #expect(!(try await fixture.queue.activeCampaigns(topic: fixture.topic, environment: "sandbox").contains(fixture.campaign)))
+        #expect(!(try await fixture.queue.activeCampaigns(topic: fixture.topic, environment: .sandbox).contains(fixture.campaign)))
         try await fixture.shutdown()
     }
 
@@ -232,7 +232,7 @@ import Testing
         #expect(try await fixture.queue.publish(fixture.descriptor(shardCount: 2, totalTokens: 5), launch: "b") == false)
         try await fixture.queue.discardStaged(campaign: fixture.campaign, launch: "b", shardCount: 2)
         #expect(try await fixture.keys() == ["pf:{\(fixture.id)}:meta", "pf:{\(fixture.id)}:pending", "pf:{\(fixture.id)}:s:0", "pf:{\(fixture.id)}:s:1"])
-        #expect(try await fixture.queue.activeCampaigns(topic: fixture.topic, environment: "sandbox").contains(fixture.campaign))
+        #expect(try await fixture.queue.activeCampaigns(topic: fixture.topic, environment: .sandbox).contains(fixture.campaign))
         #expect(try await fixture.command("TTL", "pf:{\(fixture.id)}:s:0").integer == -1, "a published list does not expire")
         let lease = try #require(try await fixture.queue.claim(campaign: fixture.campaign, worker: "w", leaseMilliseconds: 30_000))
         #expect(try await fixture.queue.read(lease, from: 0, count: 10)?.tokens == first[lease.shard])

@@ -17,19 +17,19 @@ import Testing
         let waiter = RedisClient(configuration: fixture.client.configuration, logger: silentRedisLogger)
         let lane = CampaignQueue(client: waiter)
 
-        #expect(try await lane.waitForNotification(topic: topic, environment: "sandbox", timeout: .seconds(1)) == false)
+        #expect(try await lane.waitForNotification(topic: topic, environment: .sandbox, timeout: .seconds(1)) == false)
         try await fixture.queue.stageShards(campaign: fixture.campaign, shards: [(shard: 0, tokens: TestTokens.tokens(2, seed: 11))])
         try await fixture.queue.publish(descriptor)
 
         #expect(try await fixture.queue.descriptor(campaign: fixture.campaign)?.kind == .notification)
-        #expect(try await fixture.queue.activeCampaigns(topic: topic, environment: "sandbox", kind: .notification) == [fixture.campaign])
-        #expect(try await fixture.queue.activeCampaigns(topic: topic, environment: "sandbox").isEmpty, "campaign slots would take it")
+        #expect(try await fixture.queue.activeCampaigns(topic: topic, environment: .sandbox, kind: .notification) == [fixture.campaign])
+        #expect(try await fixture.queue.activeCampaigns(topic: topic, environment: .sandbox).isEmpty, "campaign slots would take it")
         // One publication, one wake-up: the second wait times out.
-        #expect(try await lane.waitForNotification(topic: topic, environment: "sandbox", timeout: .seconds(1)))
-        #expect(try await lane.waitForNotification(topic: topic, environment: "sandbox", timeout: .seconds(1)) == false)
+        #expect(try await lane.waitForNotification(topic: topic, environment: .sandbox, timeout: .seconds(1)))
+        #expect(try await lane.waitForNotification(topic: topic, environment: .sandbox, timeout: .seconds(1)) == false)
 
-        try await fixture.queue.remove(campaign: fixture.campaign, topic: topic, environment: "sandbox", kind: .notification)
-        #expect(try await fixture.queue.activeCampaigns(topic: topic, environment: "sandbox", kind: .notification).isEmpty)
+        try await fixture.queue.remove(campaign: fixture.campaign, topic: topic, environment: .sandbox, kind: .notification)
+        #expect(try await fixture.queue.activeCampaigns(topic: topic, environment: .sandbox, kind: .notification).isEmpty)
         #expect(try await fixture.keys().isEmpty)
         try await waiter.shutdown()
         try await fixture.shutdown()

@@ -13,7 +13,7 @@ struct ShardRunStateMachineTests {
     static let run: UInt64 = 7 << 32
     static let t0 = ContinuousClock.now
     static let configuration = WorkerService.Configuration(
-        topic: "com.example.app", environment: "production", leaseMilliseconds: 3_000, checkpointEvery: 4,
+        topic: "com.example.app", environment: .production, leaseMilliseconds: 3_000, checkpointEvery: 4,
         checkpointInterval: .seconds(1), drainTimeout: .seconds(20)
     )
 

@@ -16,7 +16,7 @@ package struct APIInputError: Error, Equatable, CustomStringConvertible {
 package struct NotificationFields: Equatable {
     package var id: UUID?
     package var topic: String
-    package var environment: String
+    package var environment: APNsEnvironment
     package var payload: Payload
     package var pushType: String
     package var priority: Int
@@ -30,8 +30,7 @@ package struct NotificationFields: Equatable {
         self.id = try APIBody.optionalString(body, "id").map { text throws(APIInputError) in try APIBody.uuid(text) }
         self.topic = try APIBody.string(body, "topic")
         guard !self.topic.isEmpty else { throw APIInputError("\"topic\" must not be empty") }
-        self.environment = try APIBody.optionalString(body, "environment") ?? "production"
-        guard ["production", "sandbox"].contains(self.environment) else { throw APIInputError("\"environment\" is production or sandbox") }
+        self.environment = try APIBody.environment(try APIBody.optionalString(body, "environment"), "\"environment\"")
         self.pushType = try APIBody.optionalString(body, "push_type") ?? "alert"
         guard APNsPushType.all.contains(self.pushType) else {
             throw APIInputError("\"push_type\" \(self.pushType) is not one of \(APNsPushType.all.sorted().joined(separator: ", "))")
@@ -226,7 +225,7 @@ package struct RecipientBody: Equatable, Sendable {
 /// `PUT /v1/devices/{token}`: whose device it is, for which app, since when.
 package struct DeviceBody: Equatable {
     package var topic: String
-    package var environment: String
+    package var environment: APNsEnvironment
     package var user: String
     package var platform: String?
     /// When the phone registered; nil: when the request arrives.
@@ -247,7 +246,7 @@ package struct DeviceBody: Equatable {
         } else {
             self.registeredAt = nil
         }
-        self.environment = try APIBody.optionalString(body, "environment") ?? "production"
+        self.environment = try APIBody.environment(try APIBody.optionalString(body, "environment"), "\"environment\"")
         self.user = try APIBody.string(body, "user")
         self.platform = try APIBody.optionalString(body, "platform")
         self.locale = try APIBody.optionalString(body, "locale")
@@ -295,6 +294,17 @@ package enum APIBody {
             }
         }
         return tokens
+    }
+
+    /// The environment `text` names, production when it is nil; `name` is where it came from (a
+    /// body's field or a query parameter), for the error.
+    package static func environment(_ text: String?, _ name: String) throws(APIInputError) -> APNsEnvironment {
+        guard let text else { return .production }
+        do {
+            return try APNsEnvironment(parsing: text, name: name)
+        } catch {
+            throw APIInputError(error.description)
+        }
     }
 
     package static func string(_ body: JSONValue, _ name: String) throws(APIInputError) -> String {

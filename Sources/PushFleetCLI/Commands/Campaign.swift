@@ -110,7 +110,7 @@ struct Campaign: AsyncParsableCommand {
             let rows = [["CAMPAIGN", "STATE", "TOPIC", "ENV", "TOTAL", "ACCEPTED", "REJECTED", "PENDING", "CREATED"]] + reports.map { report in
                 let r = report.record
                 return [
-                    r.id.uuidString, r.state.rawValue, r.topic, r.environment, String(r.total), String(r.accepted),
+                    r.id.uuidString, r.state.rawValue, r.topic, r.environment.rawValue, String(r.total), String(r.accepted),
                     String(r.rejected.values.reduce(0, +)), String(r.pending), r.createdAt.formatted(.iso8601),
                 ]
             }

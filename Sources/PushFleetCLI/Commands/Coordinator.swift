@@ -1,6 +1,7 @@
 import APNSTransport
 import ArgumentParser
 import Foundation
+import PushFleetCore
 import PushFleetObservability
 import PushFleetPostgres
 import PushFleetServices
@@ -20,8 +21,8 @@ struct Coordinator: AsyncParsableCommand {
     @Option(help: "Topic whose tokens the feedback service reports.")
     var feedbackTopic: String?
 
-    @Option(help: "Environment of the feedback service: production or sandbox.")
-    var feedbackEnvironment: String = "production"
+    @Option(help: "Environment of the feedback service: production or sandbox. (default: production)", transform: { try APNsEnvironment(parsing: $0, name: "--feedback-environment") })
+    var feedbackEnvironment: APNsEnvironment = .production
 
     @Option(help: "Seconds between two polls of the feedback service.")
     var feedbackIntervalS: Int = 60

@@ -26,8 +26,8 @@ struct Demo: AsyncParsableCommand {
     @Option(help: "Tokens in the campaign.")
     var tokens: Int = 1_000_000
 
-    @Option(help: "http2 (token auth) or binary.")
-    var `protocol`: String = "http2"
+    @Option(help: "http2 (token auth) or binary. (default: http2)", transform: DeliveryProtocol.option)
+    var `protocol`: DeliveryProtocol = .http2
 
     @Option(help: "Worker processes.")
     var workers: Int = 2
@@ -57,7 +57,6 @@ struct Demo: AsyncParsableCommand {
 
     func validate() throws {
         guard self.tokens > 0 else { throw ValidationError("--tokens must be positive") }
-        guard ["http2", "binary"].contains(self.protocol) else { throw ValidationError("--protocol is http2 or binary") }
         if let rate = self.rate, !Launcher.rateLimits.contains(rate) { throw ValidationError("--rate is 1 to 100000000 notifications a second") }
         guard (1...16).contains(self.workers), (1...64).contains(self.connections) else { throw ValidationError("--workers is 1 to 16, --connections 1 to 64") }
         guard (0...100).contains(self.invalidPercent), (0...100).contains(self.unregisteredPercent),
@@ -84,7 +83,7 @@ struct Demo: AsyncParsableCommand {
         defer { Task { try? await mock.shutdown() } }
         print("mock-apns   http2 127.0.0.1:\(ports.http2!)  binary 127.0.0.1:\(ports.binary!)  feedback 127.0.0.1:\(ports.feedback!)  ledger http://127.0.0.1:\(ports.admin!)/stats")
         print("campaign    \(self.tokens) tokens for \(topic): \(audience.invalid.count) invalid, \(audience.unregistered.count) unregistered")
-        print("fleet       coordinator + \(self.workers) workers × \(self.connections) connections, \(self.protocol)" + (self.protocol == "binary" ? ", error delay \(self.errorDelayMs) ms" : ""))
+        print("fleet       coordinator + \(self.workers) workers × \(self.connections) connections, \(self.protocol)" + (self.protocol == .binary ? ", error delay \(self.errorDelayMs) ms" : ""))
 
         let directory = NSTemporaryDirectory() + "pushfleet-demo-\(getpid())"
         try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
@@ -98,7 +97,7 @@ struct Demo: AsyncParsableCommand {
         defer { fleet.terminateAll() }
         try fleet.start(["coordinator", "--interval-ms", "250", "--feedback-endpoint", "127.0.0.1:\(ports.feedback!)", "--feedback-topic", topic, "--feedback-interval-s", "2"] + tls + stateArguments)
         let sender: [String]
-        if self.protocol == "binary" {
+        if self.protocol == .binary {
             sender = ["--protocol", "binary", "--endpoint", "127.0.0.1:\(ports.binary!)"] + tls
         } else {
             sender = ["--protocol", "http2", "--endpoint", "127.0.0.1:\(ports.http2!)", "--ca", "\(self.certs)/ca.pem",
@@ -110,7 +109,7 @@ struct Demo: AsyncParsableCommand {
         }
 
         let started = monotonicSeconds()
-        let launch = try fleet.run(["launch", "--topic", topic, "--protocol", self.protocol, "--tokens", tokenFile, "--payload", #"{"aps":{"alert":"叮咚 · Ding dong: someone is at the door","sound":"default"}}"#]
+        let launch = try fleet.run(["launch", "--topic", topic, "--protocol", self.protocol.rawValue, "--tokens", tokenFile, "--payload", #"{"aps":{"alert":"叮咚 · Ding dong: someone is at the door","sound":"default"}}"#]
             + (self.rate.map { ["--rate", "\($0)"] } ?? []) + stateArguments)
         guard let id = UUID(uuidString: launch.trimmingCharacters(in: .whitespacesAndNewlines).split(separator: "\n").last.map(String.init) ?? "") else {
             throw CLIError("launch printed no campaign id: \(launch)")
@@ -145,14 +144,14 @@ struct Demo: AsyncParsableCommand {
             // The coordinator polls the feedback service every 2 s; give it a few rounds.
             var marked = 0
             for _ in 0..<20 {
-                marked = try await store.countTokens(topic: topic, environment: "production", status: .unregistered)
+                marked = try await store.countTokens(topic: topic, environment: .production, status: .unregistered)
                 if marked >= audience.unregistered.count { break }
                 try await Task.sleep(for: .milliseconds(500))
             }
             return (final, marked, doorbell?.summary())
         }
         let seconds = monotonicSeconds() - started
-        let report = Reconciliation(audience: audience, record: record, ledger: mock.ledger, unregisteredMarked: unregisteredMarked, seconds: seconds, http2: self.protocol == "http2")
+        let report = Reconciliation(audience: audience, record: record, ledger: mock.ledger, unregisteredMarked: unregisteredMarked, seconds: seconds, http2: self.protocol == .http2)
         print(report.text)
         if let rings { print(rings.text) }
         if self.rate != nil { print(DeliveryHistogram(seconds: mock.ledger.acceptedPerSecond(), limit: self.rate).text) }

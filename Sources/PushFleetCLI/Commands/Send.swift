@@ -17,8 +17,8 @@ struct Send: AsyncParsableCommand {
             """
     )
 
-    @Option(help: "binary (the legacy protocol) or http2 (the provider API).")
-    var `protocol`: String = "binary"
+    @Option(help: "binary (the legacy protocol) or http2 (the provider API). (default: binary)", transform: DeliveryProtocol.option)
+    var `protocol`: DeliveryProtocol = .binary
 
     @Option(help: "Token file, one hex token per line ('-' for standard input).")
     var tokens: String
@@ -26,8 +26,8 @@ struct Send: AsyncParsableCommand {
     @Option(help: "The payload: JSON text, or @FILE.")
     var payload: String
 
-    @Option(help: "production or sandbox: picks Apple's gateway when --endpoint is not given.")
-    var environment: String = "production"
+    @Option(help: "production or sandbox: picks Apple's gateway when --endpoint is not given. (default: production)", transform: APNsEnvironment.option)
+    var environment: APNsEnvironment = .production
 
     @Option(help: "Gateway HOST:PORT, e.g. a mock-apns.")
     var endpoint: String?
@@ -67,14 +67,13 @@ struct Send: AsyncParsableCommand {
 
     func validate() throws {
         try self.providerToken.validate(protocol: self.protocol, tls: self.tls)
-        if self.protocol == "http2" {
+        if self.protocol == .http2 {
             guard let topic = self.topic, !topic.isEmpty else { throw ValidationError("HTTP/2 needs --topic (the app's bundle id)") }
             guard self.timeoutS > 0 else { throw ValidationError("--timeout-s is at least 1") }
             guard self.answerTimeoutMs > 0 else { throw ValidationError("--answer-timeout-ms is at least 1") }
         } else {
             guard self.topic == nil else { throw ValidationError("the binary protocol has no --topic: the certificate names the app") }
         }
-        guard ["production", "sandbox"].contains(self.environment) else { throw ValidationError("--environment is production or sandbox") }
         guard self.priority == 10 || self.priority == 5 else { throw ValidationError("--priority is 10 or 5") }
         guard (1...64).contains(self.connections) else { throw ValidationError("--connections is between 1 and 64") }
     }
@@ -97,7 +96,7 @@ struct Send: AsyncParsableCommand {
         let next = { () -> [DeviceToken] in
             do {
                 let batch = try reader.read(upTo: 1_000)
-                if self.protocol == "binary" {
+                if self.protocol == .binary {
                     for token in batch where token.count != DeviceToken.binaryProtocolByteCount {
                         throw CLIError("\(reader.path):\(reader.lineNumber): \(DeviceTokenError.wrongSize(byteCount: token.count, required: 32, protocolName: "binary protocol"))")
                     }
@@ -111,7 +110,7 @@ struct Send: AsyncParsableCommand {
         }
         let started = monotonicSeconds()
         let cpuBefore = ProcessUsage.now()
-        let (endpoint, outcome) = self.protocol == "binary" ? try await self.sendBinary(next) : try await self.sendHTTP2(next)
+        let (endpoint, outcome) = self.protocol == .binary ? try await self.sendBinary(next) : try await self.sendHTTP2(next)
         let seconds = monotonicSeconds() - started
         let usage = ProcessUsage.now()
         if let readError { throw readError }
@@ -142,7 +141,7 @@ struct Send: AsyncParsableCommand {
     private func sendBinary(_ next: () throws -> [DeviceToken]) async throws -> (Endpoint, Outcome) {
         let payload = try PayloadOption.load(self.payload, format: .binaryFrame)
         let endpoint = try self.endpoint.map { try Endpoint(parsing: $0, option: "--endpoint") }
-            ?? Endpoint(host: self.environment == "sandbox" ? "gateway.sandbox.push.apple.com" : "gateway.push.apple.com", port: 2195)
+            ?? Endpoint(host: self.environment.binaryHost, port: 2195)
         let configuration = BinarySender.Configuration(
             host: endpoint.host,
             port: endpoint.port,
@@ -169,7 +168,7 @@ struct Send: AsyncParsableCommand {
     private func sendHTTP2(_ next: () throws -> [DeviceToken]) async throws -> (Endpoint, Outcome) {
         let payload = try PayloadOption.load(self.payload, format: .http2(pushType: self.pushType))
         let endpoint = try self.endpoint.map { try Endpoint(parsing: $0, option: "--endpoint") }
-            ?? Endpoint(host: self.environment == "sandbox" ? "api.sandbox.push.apple.com" : "api.push.apple.com", port: 443)
+            ?? Endpoint(host: self.environment.http2Host, port: 443)
         let (tls, authentication) = try self.providerToken.http2Credentials(tls: self.tls)
         let configuration = HTTP2Sender.Configuration(
             host: endpoint.host, port: endpoint.port, tls: tls, authentication: authentication, connections: self.connections,

@@ -1,5 +1,6 @@
 import ArgumentParser
 import Foundation
+import PushFleetCore
 import PushFleetPostgres
 
 /// The token registry.
@@ -17,14 +18,10 @@ struct Tokens: AsyncParsableCommand {
         @Option(help: "The app's bundle ID.")
         var topic: String
 
-        @Option(help: "production or sandbox.")
-        var environment: String
+        @Option(help: "production or sandbox.", transform: APNsEnvironment.option)
+        var environment: APNsEnvironment
 
         @OptionGroup var state: StateOptions
-
-        func validate() throws {
-            guard ["production", "sandbox"].contains(self.environment) else { throw ValidationError("--environment is production or sandbox") }
-        }
 
         func run() async throws {
             let reader = try TokenFileReader(path: self.file)

@@ -4,6 +4,7 @@ import Foundation
 import Logging
 import NIOCore
 import NIOPosix
+import PushFleetCore
 import PushFleetObservability
 import PushFleetRedis
 import PushFleetServices
@@ -21,11 +22,11 @@ struct Worker: AsyncParsableCommand {
     @Option(help: "The app's bundle ID (the APNs topic).")
     var topic: String
 
-    @Option(help: "production or sandbox.")
-    var environment: String = "production"
+    @Option(help: "production or sandbox. (default: production)", transform: APNsEnvironment.option)
+    var environment: APNsEnvironment = .production
 
-    @Option(help: "http2 (the provider API APNs speaks today) or binary (the legacy protocol).")
-    var `protocol`: String = "http2"
+    @Option(help: "http2 (the provider API APNs speaks today) or binary (the legacy protocol). (default: http2)", transform: DeliveryProtocol.option)
+    var `protocol`: DeliveryProtocol = .http2
 
     @Option(help: "Gateway HOST:PORT instead of Apple's (e.g. a mock-apns).")
     var endpoint: String?
@@ -55,7 +56,6 @@ struct Worker: AsyncParsableCommand {
     @OptionGroup var log: LogOptions
 
     func validate() throws {
-        guard ["production", "sandbox"].contains(self.environment) else { throw ValidationError("--environment is production or sandbox") }
         guard (1...64).contains(self.connections) else { throw ValidationError("--connections is between 1 and 64") }
         guard (1...256).contains(self.shardsPerConnection) else { throw ValidationError("--shards-per-connection is between 1 and 256") }
         guard (1...1_000_000).contains(self.confirmEvery) else { throw ValidationError("--confirm-every is between 1 and 1000000") }
@@ -74,7 +74,7 @@ struct Worker: AsyncParsableCommand {
             shardsPerConnection: self.shardsPerConnection, leaseMilliseconds: self.leaseMs
         )
         if let id = self.workerId { configuration.workerID = id }
-        if self.protocol == "http2", let team = self.providerToken.teamId, let key = self.providerToken.keyId {
+        if self.protocol == .http2, let team = self.providerToken.teamId, let key = self.providerToken.keyId {
             configuration.credentials = "team \(team), key \(key)"
         } else if self.tls.hasIdentity {
             configuration.credentials = "the client certificate"
@@ -108,10 +108,9 @@ struct Worker: AsyncParsableCommand {
 
     private func makeTransport(logger: Logger) throws -> DeliveryTransport {
         let group = CampaignLoops.group
-        let sandbox = self.environment == "sandbox"
-        if self.protocol == "binary" {
+        if self.protocol == .binary {
             let endpoint = try self.endpoint.map { try Endpoint(parsing: $0, option: "--endpoint") }
-                ?? Endpoint(host: sandbox ? "gateway.sandbox.push.apple.com" : "gateway.push.apple.com", port: 2195)
+                ?? Endpoint(host: self.environment.binaryHost, port: 2195)
             let configuration = BinarySender.Configuration(
                 host: endpoint.host, port: endpoint.port, tls: try self.tls.clientTLS().makeConfiguration(), confirmEvery: self.confirmEvery,
                 maximumQueued: 1_000
@@ -119,7 +118,7 @@ struct Worker: AsyncParsableCommand {
             return .binary(configuration: configuration, group: group, logger: logger)
         }
         let endpoint = try self.endpoint.map { try Endpoint(parsing: $0, option: "--endpoint") }
-            ?? Endpoint(host: sandbox ? "api.sandbox.push.apple.com" : "api.push.apple.com", port: 443)
+            ?? Endpoint(host: self.environment.http2Host, port: 443)
         let (tls, authentication) = try self.providerToken.http2Credentials(tls: self.tls)
         let configuration = HTTP2Sender.Configuration(
             host: endpoint.host, port: endpoint.port, tls: tls, authentication: authentication, connections: self.connections,

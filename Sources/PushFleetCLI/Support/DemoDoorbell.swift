@@ -35,7 +35,7 @@ final class DemoDoorbell: Sendable {
         for _ in 0..<6 { phones.append(try DeviceToken(bytes: (0..<32).map { _ in UInt8.random(in: 0...255) })) }
         for (offset, phone) in phones.enumerated() {
             _ = try await store.registerDevice(
-                DeviceRegistration(token: phone, topic: topic, environment: "production", user: users[offset / 2], platform: "ios", registeredAt: Date())
+                DeviceRegistration(token: phone, topic: topic, environment: .production, user: users[offset / 2], platform: "ios", registeredAt: Date())
             )
         }
         let groupID = "front-door-\(run)"

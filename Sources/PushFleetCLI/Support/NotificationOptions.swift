@@ -10,8 +10,8 @@ struct NotificationOptions: ParsableArguments {
     @Option(help: "The payload: JSON text, or @FILE. (`launch --variant` gives one per variant instead.)")
     var payload: String?
 
-    @Option(help: "production or sandbox.")
-    var environment: String = "production"
+    @Option(help: "production or sandbox. (default: production)", transform: APNsEnvironment.option)
+    var environment: APNsEnvironment = .production
 
     @Option(help: "apns-push-type: alert, background, voip, …")
     var pushType: String = "alert"
@@ -25,16 +25,14 @@ struct NotificationOptions: ParsableArguments {
     @Option(help: "apns-collapse-id, so a re-send shows once (at most 64 bytes).")
     var collapseId: String?
 
-    @Option(help: "http2 or binary: the payload limit and token size to check against.")
-    var `protocol`: String = "http2"
+    @Option(help: "http2 or binary: the payload limit and token size to check against. (default: http2)", transform: DeliveryProtocol.option)
+    var `protocol`: DeliveryProtocol = .http2
 
     func validate() throws {
         guard !self.topic.isEmpty else { throw ValidationError("--topic must not be empty") }
-        guard ["production", "sandbox"].contains(self.environment) else { throw ValidationError("--environment is production or sandbox") }
-        guard ["http2", "binary"].contains(self.protocol) else { throw ValidationError("--protocol is http2 or binary") }
         guard [10, 5, 1].contains(self.priority) else { throw ValidationError("--priority is 10, 5 or 1") }
         if let collapse = self.collapseId, collapse.utf8.count > 64 { throw ValidationError("--collapse-id is \(collapse.utf8.count) bytes; APNs allows 64") }
-        if self.protocol == "http2" {
+        if self.protocol == .http2 {
             guard APNsPushType.all.contains(self.pushType) else {
                 throw ValidationError("--push-type \(self.pushType) is not one of \(APNsPushType.all.sorted().joined(separator: ", "))")
             }
@@ -47,10 +45,10 @@ struct NotificationOptions: ParsableArguments {
     }
 
     /// The token size the protocol requires (32 bytes for the binary one), or nil for any.
-    var requiredTokenSize: Int? { self.protocol == "binary" ? DeviceToken.binaryProtocolByteCount : nil }
+    var requiredTokenSize: Int? { self.protocol == .binary ? DeviceToken.binaryProtocolByteCount : nil }
 
     /// The format payloads are checked against: the protocol's limit.
-    var payloadFormat: PayloadFormat { self.protocol == "binary" ? .binaryFrame : .http2(pushType: self.pushType) }
+    var payloadFormat: PayloadFormat { self.protocol == .binary ? .binaryFrame : .http2(pushType: self.pushType) }
 
     /// The payload, read and checked against the protocol's limit.
     func loadPayload() throws -> Payload {

@@ -1,5 +1,6 @@
 import APNSTransport
 import ArgumentParser
+import PushFleetCore
 
 /// Provider-token (JWT) authentication for the HTTP/2 provider API.
 struct ProviderTokenOptions: ParsableArguments {
@@ -29,9 +30,8 @@ struct ProviderTokenOptions: ParsableArguments {
 extension ProviderTokenOptions {
     /// Checks that `protocol` (binary or http2) has the credentials it takes: a client certificate
     /// for the binary protocol; for HTTP/2, a provider token or a certificate, not both.
-    func validate(protocol: String, tls: TLSOptions) throws {
-        guard ["http2", "binary"].contains(`protocol`) else { throw ValidationError("--protocol is http2 or binary") }
-        if `protocol` == "binary" {
+    func validate(protocol: DeliveryProtocol, tls: TLSOptions) throws {
+        if `protocol` == .binary {
             guard tls.hasIdentity else { throw ValidationError("the binary protocol needs a client certificate: --cert and --key, or --p12") }
             guard !self.isSet else { throw ValidationError("the binary protocol has no provider tokens; use --cert and --key, or --p12") }
         } else {

@@ -95,7 +95,7 @@ protocol DeliveryChannel: Sendable {
 
 /// How a worker sends: makes a slot's channel, and a campaign's template.
 public struct DeliveryTransport: Sendable {
-    let name: String
+    let `protocol`: DeliveryProtocol
     /// Connections behind one channel: a slot of this transport counts for that many connections.
     let connectionsPerChannel: Int
     let makeChannel: @Sendable () throws -> any DeliveryChannel
@@ -110,7 +110,7 @@ public struct DeliveryTransport: Sendable {
             BinaryChannel(sender: BinarySender(configuration: configuration, eventLoop: loop, logger: logger))
         }
         return Self(
-            name: "binary",
+            protocol: .binary,
             connectionsPerChannel: 1,
             makeChannel: { makeChannel(group.next()) },
             // The binary gateway drops idle connections without a word, so the lane's connects on
@@ -133,7 +133,7 @@ public struct DeliveryTransport: Sendable {
     /// multiplexes every shard of the slot over them.
     public static func http2(configuration: HTTP2Sender.Configuration, group: any EventLoopGroup, logger: Logger) -> Self {
         Self(
-            name: "HTTP/2",
+            protocol: .http2,
             connectionsPerChannel: max(1, configuration.connections),
             makeChannel: { HTTP2Channel(sender: try HTTP2Sender(configuration: configuration, eventLoop: group.next(), logger: logger)) },
             makeLaneChannel: {
