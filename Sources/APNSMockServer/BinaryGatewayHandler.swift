@@ -132,7 +132,7 @@ final class BinaryGatewayHandler: ChannelInboundHandler {
     private func fail(context: ChannelHandlerContext, status: BinaryStatus, identifier: UInt32, silently: Bool) {
         self.flushLedger()
         self.state = .failing
-        self.ledger.recordRejected(reason: status.name)
+        self.ledger.recordRejected(reason: status.reason.rawValue)
         self.ledger.recordClose("error")
         self.respondLater(context: context, response: silently ? nil : BinaryErrorResponse(status: status, identifier: identifier))
     }

@@ -117,7 +117,7 @@ extension CampaignStore {
             var failures: [AppliedRejection] = []
             for try await (token, reason, shard, timestamp) in rows.decode((ByteBuffer, String, Int, Int64?).self) {
                 failures.append(
-                    AppliedRejection(token: try DeviceToken(postgres: token), reason: reason, shard: shard, apnsTimestampMilliseconds: timestamp)
+                    AppliedRejection(token: try DeviceToken(postgres: token), reason: RejectionReason(reason), shard: shard, apnsTimestampMilliseconds: timestamp)
                 )
             }
             return failures

@@ -1,5 +1,6 @@
 import Foundation
 import PostgresNIO
+import PushFleetCore
 
 extension CampaignStore {
     /// Folds one coordinator round into Postgres, in one transaction that holds the campaign's row lock.
@@ -113,7 +114,7 @@ extension CampaignStore {
                 """
                 INSERT INTO token_failures (campaign_id, token, reason, shard, apns_timestamp)
                 SELECT \(id), u.token, u.reason, u.shard, NULLIF(u.timestamp, -1)
-                FROM unnest(\(TokenArray(chunk.map(\.token))), \(chunk.map(\.reason)), \(chunk.map(\.shard)),
+                FROM unnest(\(TokenArray(chunk.map(\.token))), \(chunk.map(\.reason.rawValue)), \(chunk.map(\.shard)),
                             \(chunk.map { $0.apnsTimestampMilliseconds ?? -1 })) AS u(token, reason, shard, timestamp)
                 ON CONFLICT (campaign_id, token) DO NOTHING
                 """,
@@ -123,7 +124,7 @@ extension CampaignStore {
         let marks = rejections.compactMap { rejection -> TokenMark? in
             guard let status = TokenStatus(rejectionReason: rejection.reason) else { return nil }
             let since = rejection.apnsTimestampMilliseconds.map { Date(timeIntervalSince1970: Double($0) / 1000) } ?? now
-            return TokenMark(token: rejection.token, status: status, reason: rejection.reason, since: since)
+            return TokenMark(token: rejection.token, status: status, reason: rejection.reason.rawValue, since: since)
         }
         if !marks.isEmpty { try await self.mark(marks, app: app, on: connection) }
     }

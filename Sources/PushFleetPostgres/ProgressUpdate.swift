@@ -4,14 +4,14 @@ public import PushFleetCore
 /// One token APNs rejected, as the coordinator read it from a campaign's event stream.
 public struct AppliedRejection: Sendable, Hashable {
     public var token: DeviceToken
-    /// APNs' reason string (`BadDeviceToken`, `Unregistered`, binary `InvalidToken`, …).
-    public var reason: String
+    /// APNs' reason (`BadDeviceToken`, `Unregistered`, binary `InvalidToken`, …).
+    public var reason: RejectionReason
     /// The shard the token belongs to.
     public var shard: Int
     /// When APNs says the token stopped being valid (HTTP/2 410 `timestamp`), in milliseconds since 1970.
     public var apnsTimestampMilliseconds: Int64?
 
-    public init(token: DeviceToken, reason: String, shard: Int, apnsTimestampMilliseconds: Int64? = nil) {
+    public init(token: DeviceToken, reason: RejectionReason, shard: Int, apnsTimestampMilliseconds: Int64? = nil) {
         self.token = token
         self.reason = reason
         self.shard = shard

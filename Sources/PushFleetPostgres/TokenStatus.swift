@@ -1,3 +1,5 @@
+public import PushFleetCore
+
 /// A registry token's standing. Stored as its raw value in `device_tokens.status`.
 public enum TokenStatus: String, Sendable, CaseIterable {
     /// Sent to by `launch --from-registry`.
@@ -11,12 +13,13 @@ public enum TokenStatus: String, Sendable, CaseIterable {
     case quarantined
 
     /// The status an APNs rejection reason implies for the token, or `nil` when the reason says nothing
-    /// about the token itself (payload, topic, certificate or server problems).
-    public init?(rejectionReason reason: String) {
+    /// about the token itself (payload, topic, certificate or server problems), or nothing that
+    /// changes its standing (`MissingDeviceToken`, `InvalidTokenSize`: the request's, not the token's).
+    public init?(rejectionReason reason: RejectionReason) {
         switch reason {
-        case "BadDeviceToken", "DeviceTokenNotForTopic": self = .quarantined
-        case "InvalidToken": self = .invalid
-        case "Unregistered", "ExpiredToken": self = .unregistered
+        case .badDeviceToken, .deviceTokenNotForTopic: self = .quarantined
+        case .invalidToken: self = .invalid
+        case .unregistered, .expiredToken: self = .unregistered
         default: return nil
         }
     }

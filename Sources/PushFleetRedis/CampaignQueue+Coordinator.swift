@@ -122,7 +122,7 @@ extension CampaignQueue {
             guard let bytes = fields["t"], let token = try? DeviceToken(bytes: bytes), let reason = text("r"),
                 let timestamp = text("ts").flatMap({ Int64($0) })
             else { return nil }
-            let rejection = Rejection(token: token, reason: reason, timestampMilliseconds: timestamp == 0 ? nil : timestamp)
+            let rejection = Rejection(token: token, reason: RejectionReason(reason), timestampMilliseconds: timestamp == 0 ? nil : timestamp)
             return .rejected([rejection], shard: shard)
         default:
             return nil

@@ -4,12 +4,12 @@ public import PushFleetCore
 public struct Rejection: Hashable, Sendable {
     /// The refused token.
     public var token: DeviceToken
-    /// APNs' reason string (`BadDeviceToken`, `Unregistered`, `InvalidToken`, …).
-    public var reason: String
+    /// APNs' reason (`BadDeviceToken`, `Unregistered`, `InvalidToken`, …).
+    public var reason: RejectionReason
     /// When APNs says the token stopped being valid (HTTP/2 410, feedback), in milliseconds since 1970.
     public var timestampMilliseconds: Int64?
 
-    public init(token: DeviceToken, reason: String, timestampMilliseconds: Int64? = nil) {
+    public init(token: DeviceToken, reason: RejectionReason, timestampMilliseconds: Int64? = nil) {
         self.token = token
         self.reason = reason
         self.timestampMilliseconds = timestampMilliseconds

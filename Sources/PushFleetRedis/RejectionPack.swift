@@ -34,7 +34,7 @@ public enum RejectionPack {
         guard bytes.first == Self.version else { return nil }
         var rejections: [Rejection] = []
         // Few distinct reasons: each is made a String once per pack.
-        var reasons: [(bytes: ArraySlice<UInt8>, text: String)] = []
+        var reasons: [(bytes: ArraySlice<UInt8>, reason: RejectionReason)] = []
         var index = 1
         func take(_ count: Int) -> ArraySlice<UInt8>? {
             guard count <= bytes.count - index else { return nil }
@@ -47,11 +47,11 @@ public enum RejectionPack {
                 let lengthBytes = take(2), let reasonBytes = take(Int(lengthBytes.first!) << 8 | Int(lengthBytes.last!)),
                 let timestampBytes = take(8)
             else { return nil }
-            let reason: String
+            let reason: RejectionReason
             if let known = reasons.first(where: { $0.bytes == reasonBytes }) {
-                reason = known.text
+                reason = known.reason
             } else {
-                reason = String(decoding: reasonBytes, as: UTF8.self)
+                reason = RejectionReason(String(decoding: reasonBytes, as: UTF8.self))
                 reasons.append((reasonBytes, reason))
             }
             let timestamp = Int64(bitPattern: timestampBytes.reduce(0) { $0 << 8 | UInt64($1) })
@@ -76,7 +76,8 @@ public enum RejectionPack {
 
     /// The reason as packed and counted: APNs' reasons are short names; one longer than a length
     /// field holds (only a broken or hostile gateway sends one) is cut at a character boundary.
-    static func storedReason(_ reason: String) -> Substring {
+    static func storedReason(_ reason: RejectionReason) -> Substring {
+        let reason = reason.rawValue
         let utf8 = reason.utf8
         guard utf8.count > Int(UInt16.max) else { return reason[...] }
         var end = utf8.index(utf8.startIndex, offsetBy: Int(UInt16.max))

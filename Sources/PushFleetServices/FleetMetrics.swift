@@ -36,7 +36,7 @@ final class FleetMetrics: Sendable {
         for outcome in batch {
             switch outcome {
             case .accepted: accepted += 1
-            case .rejected(_, let rejection): others[ReasonKey(outcome: "rejected", reason: rejection.reason), default: 0] += 1
+            case .rejected(_, let rejection): others[ReasonKey(outcome: "rejected", reason: rejection.reason.rawValue), default: 0] += 1
             case .deferred(_, let request):
                 // "InvalidProviderToken (HTTP 403)": the reason is the first word.
                 let reason = request.reason.prefix { $0 != " " }

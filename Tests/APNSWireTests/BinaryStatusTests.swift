@@ -1,4 +1,5 @@
 import APNSWire
+import PushFleetCore
 import Testing
 
 @Suite struct BinaryStatusTests {
@@ -25,7 +26,7 @@ import Testing
     ])
     func namesEveryStatus(rawValue: UInt8, name: String) {
         let status = BinaryStatus(rawValue: rawValue)
-        #expect(status.name == name)
+        #expect(status.reason.rawValue == name)
         #expect(status.description == "\(name) (\(rawValue))")
         #expect(status.rawValue == rawValue)
     }
@@ -43,9 +44,9 @@ import Testing
         #expect(BinaryStatus.shutdown.rawValue == 10)
         #expect(BinaryStatus.protocolError.rawValue == 128)
         #expect(BinaryStatus.unknown.rawValue == 255)
-        #expect(BinaryStatus.invalidToken.name == "InvalidToken")
-        #expect(BinaryStatus.shutdown.name == "Shutdown")
-        #expect(BinaryStatus.invalidPayloadSize.name == "InvalidPayloadSize")
+        #expect(BinaryStatus.invalidToken.reason.rawValue == "InvalidToken")
+        #expect(BinaryStatus.shutdown.reason.rawValue == "Shutdown")
+        #expect(BinaryStatus.invalidPayloadSize.reason.rawValue == "InvalidPayloadSize")
     }
 
     @Test func onlyShutdownAndNoErrorsNameTheLastAcceptedNotification() {

@@ -1,5 +1,6 @@
 import APNSWire
 import NIOCore
+import PushFleetCore
 import Testing
 
 @Suite struct HTTP2VerdictTests {
@@ -16,7 +17,7 @@ import Testing
     ])
     func finalRejectionsKeepTheReason(status: Int, reason: String) {
         let verdict = HTTP2Verdict.classify(status: status, body: self.body(#"{"reason":"\#(reason)"}"#))
-        #expect(verdict == .rejected(HTTP2Rejection(status: status, reason: HTTP2Reason(reason))))
+        #expect(verdict == .rejected(HTTP2Rejection(status: status, reason: RejectionReason(reason))))
     }
 
     @Test func unregisteredCarriesItsTimestamp() {
@@ -26,12 +27,12 @@ import Testing
 
     @Test func unknownReasonIsKeptAsAPNsWroteIt() {
         let verdict = HTTP2Verdict.classify(status: 400, body: self.body(#"{"reason":"BadEnvironmentKeyIdInToken"}"#))
-        #expect(verdict == .rejected(HTTP2Rejection(status: 400, reason: HTTP2Reason("BadEnvironmentKeyIdInToken"))))
+        #expect(verdict == .rejected(HTTP2Rejection(status: 400, reason: RejectionReason("BadEnvironmentKeyIdInToken"))))
     }
 
     @Test func missingOrBrokenBodyNamesTheStatus() {
-        #expect(HTTP2Verdict.classify(status: 400, body: nil) == .rejected(HTTP2Rejection(status: 400, reason: HTTP2Reason("Status400"))))
-        #expect(HTTP2Verdict.classify(status: 400, body: self.body("{oops")) == .rejected(HTTP2Rejection(status: 400, reason: HTTP2Reason("Status400"))))
+        #expect(HTTP2Verdict.classify(status: 400, body: nil) == .rejected(HTTP2Rejection(status: 400, reason: RejectionReason("Status400"))))
+        #expect(HTTP2Verdict.classify(status: 400, body: self.body("{oops")) == .rejected(HTTP2Rejection(status: 400, reason: RejectionReason("Status400"))))
     }
 
     @Test func tooManyRequestsBacksOffTheTokenOnly() {
@@ -43,7 +44,7 @@ import Testing
         #expect(HTTP2Verdict.classify(status: 500, body: self.body(#"{"reason":"InternalServerError"}"#)) == .retry(HTTP2Rejection(status: 500, reason: .internalServerError)))
         #expect(HTTP2Verdict.classify(status: 503, body: self.body(#"{"reason":"ServiceUnavailable"}"#)) == .retry(HTTP2Rejection(status: 503, reason: .serviceUnavailable)))
         #expect(HTTP2Verdict.classify(status: 503, body: self.body(#"{"reason":"Shutdown"}"#)) == .retry(HTTP2Rejection(status: 503, reason: .shutdown)))
-        #expect(HTTP2Verdict.classify(status: 502, body: nil) == .retry(HTTP2Rejection(status: 502, reason: HTTP2Reason("Status502"))))
+        #expect(HTTP2Verdict.classify(status: 502, body: nil) == .retry(HTTP2Rejection(status: 502, reason: RejectionReason("Status502"))))
     }
 
     @Test func expiredProviderTokenRenewsAndReplaces() {
@@ -65,14 +66,14 @@ import Testing
     /// Which refusals pause a campaign (provider-level), and which of those heal by themselves (APNs
     /// failing) so that the coordinator resumes the campaign later.
     @Test(arguments: [
-        (400, HTTP2Reason.badDeviceToken, false, false), (410, .unregistered, false, false), (400, .deviceTokenNotForTopic, false, false),
+        (400, RejectionReason.badDeviceToken, false, false), (410, .unregistered, false, false), (400, .deviceTokenNotForTopic, false, false),
         (413, .payloadTooLarge, false, false),
         (403, .invalidProviderToken, true, false), (400, .topicDisallowed, true, false), (400, .badTopic, true, false),
         (403, .badCertificate, true, false),
         (429, .tooManyRequests, true, true), (500, .internalServerError, true, true), (503, .serviceUnavailable, true, true),
         (503, .shutdown, true, true),
     ])
-    func providerLevelAndAPNsFailures(status: Int, reason: HTTP2Reason, providerLevel: Bool, apnsFailure: Bool) {
+    func providerLevelAndAPNsFailures(status: Int, reason: RejectionReason, providerLevel: Bool, apnsFailure: Bool) {
         let rejection = HTTP2Rejection(status: status, reason: reason)
         #expect(rejection.isProviderLevel == providerLevel)
         #expect(rejection.isAPNsFailure == apnsFailure)

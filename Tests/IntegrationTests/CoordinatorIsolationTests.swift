@@ -211,7 +211,7 @@ struct CoordinatorHarness {
     func rejectNextShard(of id: UUID, reason: String) async throws -> [Rejection]? {
         guard let lease = try await self.queue.claim(campaign: id, worker: "isolation", leaseMilliseconds: 30_000) else { return nil }
         let tokens = try #require(try await self.queue.read(lease, from: lease.cursor, count: lease.tokenCount)?.tokens)
-        let rejections = tokens.map { Rejection(token: $0, reason: reason) }
+        let rejections = tokens.map { Rejection(token: $0, reason: RejectionReason(reason)) }
         let delta = CheckpointDelta(sequence: 1, cursor: lease.tokenCount, rejections: rejections)
         #expect(try await self.queue.checkpoint(lease, delta, leaseMilliseconds: 30_000) == .ok(.running))
         #expect(try await self.queue.complete(lease))

@@ -25,7 +25,7 @@ extension PipelineTests {
                 #expect(try await h.finishNextShard(of: c) != nil)
                 let half = try #require(try await h.queue.claim(campaign: c, worker: "before", leaseMilliseconds: 30_000))
                 let tokens = try #require(try await h.queue.read(half, from: 0, count: 2)?.tokens)
-                let rejection = Rejection(token: tokens[0], reason: "BadDeviceToken")
+                let rejection = Rejection(token: tokens[0], reason: .badDeviceToken)
                 #expect(try await h.queue.checkpoint(half, CheckpointDelta(sequence: 1, cursor: 1, rejections: [rejection]), leaseMilliseconds: 30_000) == .ok(.running))
                 try await h.coordinator.round()
                 var record = try #require(try await h.store.campaign(c))

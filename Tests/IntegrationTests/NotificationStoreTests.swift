@@ -40,7 +40,7 @@ import Testing
                 var update = ProgressUpdate(
                     campaign: record.id, accepted: 2, rejected: ["Unregistered": 1], resent: 0, doneShards: 0, lastEventID: "2-0", cursors: [0: 3]
                 )
-                update.rejections = [AppliedRejection(token: token, reason: "Unregistered", shard: 0)]
+                update.rejections = [AppliedRejection(token: token, reason: .unregistered, shard: 0)]
                 #expect(try await store.apply(update))
                 #expect(try await store.tokenFailures(campaign: record.id).map(\.token) == [token])
             }

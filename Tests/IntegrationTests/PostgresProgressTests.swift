@@ -14,7 +14,7 @@ import Testing
     func rejectionReasonDecidesTheRegistryStatus(_ reason: String, _ status: TokenStatus?) {
         // Only reasons about the token itself touch the registry; a wrong environment looks like a
         // bad token, so those are quarantined, not declared dead.
-        #expect(TokenStatus(rejectionReason: reason) == status)
+        #expect(TokenStatus(rejectionReason: RejectionReason(reason)) == status)
     }
 
     /// A fold's cursors only ever rise; a rebuild counts the last fold's in-flight tokens as
@@ -71,11 +71,11 @@ import Testing
                 campaign: campaign.id, accepted: 10, rejected: ["BadDeviceToken": 1, "InvalidToken": 1, "Unregistered": 2],
                 resent: 1, retried: 4, doneShards: 1,
                 rejections: [
-                    AppliedRejection(token: tokens[0], reason: "BadDeviceToken", shard: 0),
-                    AppliedRejection(token: tokens[1], reason: "InvalidToken", shard: 0),
-                    AppliedRejection(token: tokens[2], reason: "Unregistered", shard: 1, apnsTimestampMilliseconds: unregisteredAt),
+                    AppliedRejection(token: tokens[0], reason: .badDeviceToken, shard: 0),
+                    AppliedRejection(token: tokens[1], reason: .invalidToken, shard: 0),
+                    AppliedRejection(token: tokens[2], reason: .unregistered, shard: 1, apnsTimestampMilliseconds: unregisteredAt),
                     // APNs' timestamp predates the registration: recorded, but the token stays active.
-                    AppliedRejection(token: tokens[3], reason: "Unregistered", shard: 1, apnsTimestampMilliseconds: 1_600_000_000_000),
+                    AppliedRejection(token: tokens[3], reason: .unregistered, shard: 1, apnsTimestampMilliseconds: 1_600_000_000_000),
                 ],
                 doneShardIDs: [0], lastEventID: "1700000000000-5"
             )
@@ -84,7 +84,7 @@ import Testing
             var older = update
             older.lastEventID = "1700000000000-4"
             older.accepted = 100
-            older.rejections = [AppliedRejection(token: tokens[4], reason: "InvalidToken", shard: 2)]
+            older.rejections = [AppliedRejection(token: tokens[4], reason: .invalidToken, shard: 2)]
             #expect(try await store.apply(older) == false)
 
             let record = try #require(try await store.campaign(campaign.id))
@@ -165,7 +165,7 @@ import Testing
         try await PostgresFixture.withStore { store async throws in
             for campaign in [old, recent] {
                 _ = try await store.createCampaign(campaign)
-                let rejections = tokens.map { AppliedRejection(token: $0, reason: "BadDeviceToken", shard: 0) }
+                let rejections = tokens.map { AppliedRejection(token: $0, reason: .badDeviceToken, shard: 0) }
                 _ = try await store.apply(
                     ProgressUpdate(campaign: campaign.id, accepted: 0, rejected: ["BadDeviceToken": 3], resent: 0, doneShards: 0,
                                    rejections: rejections, lastEventID: "1700000000000-1")

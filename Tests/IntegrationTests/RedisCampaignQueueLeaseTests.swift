@@ -18,7 +18,7 @@ import Testing
         #expect(fresh.owner == "w2|\(stale.fence + 1)")
         #expect(fresh.attempts == 1)
 
-        let rejection = Rejection(token: tokens[0], reason: "BadDeviceToken")
+        let rejection = Rejection(token: tokens[0], reason: .badDeviceToken)
         let late = try await queue.checkpoint(stale, CheckpointDelta(sequence: 1, cursor: 4, accepted: 3, rejections: [rejection]), leaseMilliseconds: 30_000)
         #expect(late == .leaseLost)
         #expect(try await queue.read(stale, from: 0, count: 4) == nil)

@@ -21,7 +21,7 @@ import Testing
         #expect(try await queue.read(lease, from: 2, count: 100)?.tokens == [tokens[0][2]])
         #expect(try await queue.read(lease, from: 3, count: 100)?.tokens == [])
 
-        let rejection = Rejection(token: tokens[0][1], reason: "BadDeviceToken", timestampMilliseconds: 1_700_000_000_123)
+        let rejection = Rejection(token: tokens[0][1], reason: .badDeviceToken, timestampMilliseconds: 1_700_000_000_123)
         let result = try await queue.checkpoint(lease, CheckpointDelta(sequence: 1, cursor: 3, accepted: 2, rejections: [rejection]), leaseMilliseconds: 30_000)
         #expect(result == .ok(.running))
         #expect(try await queue.counters(campaign: fixture.campaign) == CampaignCounters(accepted: 2, rejected: ["BadDeviceToken": 1]))
@@ -48,7 +48,7 @@ import Testing
         let queue = fixture.queue
         let tokens = try await fixture.launch([10])[0]
         let lease = try #require(try await queue.claim(campaign: fixture.campaign, worker: "w1", leaseMilliseconds: 30_000))
-        let rejection = Rejection(token: tokens[2], reason: "BadDeviceToken")
+        let rejection = Rejection(token: tokens[2], reason: .badDeviceToken)
         let first = CheckpointDelta(sequence: 1, cursor: 4, accepted: 3, rejections: [rejection], resent: 1, retried: 2)
         // The answer to the first call was lost; the worker sends the same checkpoint again.
         #expect(try await queue.checkpoint(lease, first, leaseMilliseconds: 30_000) == .ok(.running))
@@ -126,7 +126,7 @@ import Testing
         let fixture = try RedisQueueFixture()
         let tokens = try await fixture.launch([5])[0]
         let lease = try #require(try await fixture.queue.claim(campaign: fixture.campaign, worker: "w", leaseMilliseconds: 30_000))
-        let rejections = tokens.map { Rejection(token: $0, reason: "Unregistered") }
+        let rejections = tokens.map { Rejection(token: $0, reason: .unregistered) }
         _ = try await fixture.queue.checkpoint(lease, CheckpointDelta(sequence: 1, cursor: 5, rejections: rejections), leaseMilliseconds: 30_000)
         #expect(try await fixture.queue.counters(campaign: fixture.campaign).rejected == ["Unregistered": 5])
 
@@ -163,10 +163,10 @@ import Testing
         let lease = try #require(try await fixture.queue.claim(campaign: fixture.campaign, worker: "w", leaseMilliseconds: 30_000))
         let events = "pf:{\(fixture.id)}:events"
         _ = try await fixture.command("XADD", events, "*", "k", "rejected", "s", "0", "t", tokens[0].bytes, "r", "Unregistered", "ts", "1700000000123")
-        let packed = [Rejection(token: tokens[1], reason: "BadDeviceToken"), Rejection(token: tokens[2], reason: "Unregistered")]
+        let packed = [Rejection(token: tokens[1], reason: .badDeviceToken), Rejection(token: tokens[2], reason: .unregistered)]
         _ = try await fixture.queue.checkpoint(lease, CheckpointDelta(sequence: 1, cursor: 3, rejections: packed), leaseMilliseconds: 30_000)
         #expect(try await fixture.queue.events(campaign: fixture.campaign, after: "0-0", count: 10).map(\.event) == [
-            .rejected([Rejection(token: tokens[0], reason: "Unregistered", timestampMilliseconds: 1_700_000_000_123)], shard: 0),
+            .rejected([Rejection(token: tokens[0], reason: .unregistered, timestampMilliseconds: 1_700_000_000_123)], shard: 0),
             .rejected(packed, shard: 0),
         ])
         _ = try await fixture.command("XADD", events, "*", "k", "rejections", "s", "0", "b", Array(RejectionPack.encode(packed).dropLast()))
@@ -179,7 +179,7 @@ import Testing
         let tokens = try await fixture.launch([2, 2, 2])
         let done = try #require(try await fixture.queue.claim(campaign: fixture.campaign, worker: "w", leaseMilliseconds: 30_000))
         _ = try await fixture.queue.read(done, from: 0, count: 2)
-        let rejection = Rejection(token: tokens[0][0], reason: "BadDeviceToken")
+        let rejection = Rejection(token: tokens[0][0], reason: .badDeviceToken)
         _ = try await fixture.queue.checkpoint(done, CheckpointDelta(sequence: 1, cursor: 2, accepted: 1, rejections: [rejection]), leaseMilliseconds: 30_000)
         #expect(try await fixture.queue.complete(done))
         let held = try #require(try await fixture.queue.claim(campaign: fixture.campaign, worker: "w", leaseMilliseconds: 150))

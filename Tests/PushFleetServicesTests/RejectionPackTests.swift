@@ -10,11 +10,11 @@ import Testing
 
     @Test func rejectionsComeBackInOrderWithTheirReasonsAndTimestamps() throws {
         let rejections = [
-            Rejection(token: try self.token(1), reason: "BadDeviceToken"),
-            Rejection(token: try self.token(2, count: 1), reason: "Unregistered", timestampMilliseconds: 1_700_000_000_123),
-            Rejection(token: try self.token(3, count: DeviceToken.maximumByteCount), reason: "Unregistered", timestampMilliseconds: -5),
-            Rejection(token: try self.token(4), reason: "", timestampMilliseconds: Int64.max),
-            Rejection(token: try self.token(5), reason: "Grüße 🔔", timestampMilliseconds: Int64.min),
+            Rejection(token: try self.token(1), reason: .badDeviceToken),
+            Rejection(token: try self.token(2, count: 1), reason: .unregistered, timestampMilliseconds: 1_700_000_000_123),
+            Rejection(token: try self.token(3, count: DeviceToken.maximumByteCount), reason: .unregistered, timestampMilliseconds: -5),
+            Rejection(token: try self.token(4), reason: RejectionReason(""), timestampMilliseconds: Int64.max),
+            Rejection(token: try self.token(5), reason: RejectionReason("Grüße 🔔"), timestampMilliseconds: Int64.min),
         ]
         let packed = RejectionPack.encode(rejections)
         #expect(packed.first == RejectionPack.version)
@@ -23,7 +23,7 @@ import Testing
     }
 
     @Test func aTruncatedOrForeignPackIsRefused() throws {
-        let packed = RejectionPack.encode([Rejection(token: try self.token(1), reason: "BadDeviceToken", timestampMilliseconds: 7)])
+        let packed = RejectionPack.encode([Rejection(token: try self.token(1), reason: .badDeviceToken, timestampMilliseconds: 7)])
         for length in 2..<packed.count {  // the version byte alone is an empty pack
             #expect(RejectionPack.decode(Array(packed[0..<length])) == nil, "cut at \(length) of \(packed.count) bytes")
         }
@@ -35,7 +35,7 @@ import Testing
 
     @Test func aReasonLongerThanItsLengthFieldIsCutAtACharacterBoundary() throws {
         let long = String(repeating: "a", count: 65_534) + "€€"  // 65,540 bytes; the first € ends at 65,537
-        let decoded = try #require(RejectionPack.decode(RejectionPack.encode([Rejection(token: try self.token(1), reason: long)])))
-        #expect(decoded.first?.reason == String(repeating: "a", count: 65_534))
+        let decoded = try #require(RejectionPack.decode(RejectionPack.encode([Rejection(token: try self.token(1), reason: RejectionReason(long))])))
+        #expect(decoded.first?.reason == RejectionReason(String(repeating: "a", count: 65_534)))
     }
 }

@@ -27,11 +27,11 @@ struct ShardRunStateMachineTests {
         ArraySlice(positions.map { .accepted(tag: run | UInt64($0)) })
     }
 
-    static func rejected(_ position: Int, _ reason: String = "BadDeviceToken") -> ArraySlice<DeliveryOutcome> {
+    static func rejected(_ position: Int, _ reason: RejectionReason = .badDeviceToken) -> ArraySlice<DeliveryOutcome> {
         [.rejected(tag: run | UInt64(position), rejection(position, reason))]
     }
 
-    static func rejection(_ position: Int, _ reason: String = "BadDeviceToken") -> Rejection {
+    static func rejection(_ position: Int, _ reason: RejectionReason = .badDeviceToken) -> Rejection {
         Rejection(token: try! DeviceToken(bytes: [UInt8](repeating: UInt8(position), count: 32)), reason: reason)
     }
 

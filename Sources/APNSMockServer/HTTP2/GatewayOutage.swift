@@ -1,5 +1,6 @@
 import APNSWire
 import Synchronization
+import PushFleetCore
 
 /// An APNs outage, switched on and off while the simulator runs: while on, the HTTP/2 gateway
 /// answers every request with the outage's status (`503 ServiceUnavailable`, `500
@@ -34,7 +35,7 @@ public final class GatewayOutage: Sendable {
     }
 
     /// The answer a request gets now, if APNs is down.
-    var answer: (status: Int, reason: HTTP2Reason)? {
+    var answer: (status: Int, reason: RejectionReason)? {
         switch self.status {
         case 429?: return (429, .tooManyRequests)
         case 500?: return (500, .internalServerError)

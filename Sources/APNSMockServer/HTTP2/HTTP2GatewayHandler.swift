@@ -2,6 +2,7 @@ import APNSWire
 import Logging
 import NIOCore
 import NIOSSL
+import PushFleetCore
 
 /// Serves one connection of the HTTP/2 provider API over TLS, framed by ``HTTP2ServerFramer``:
 /// collects each stream's headers and body until END_STREAM, judges it with
@@ -295,7 +296,7 @@ final class HTTP2GatewayHandler: ChannelInboundHandler {
     }
 
     /// The fault this stream gets, counting it gateway-wide, if faults are configured.
-    private func fault() -> (status: Int, reason: HTTP2Reason)? {
+    private func fault() -> (status: Int, reason: RejectionReason)? {
         if let answer = self.outage.answer { return answer }
         guard self.faults.countsGatewayStreams else { return nil }
         let number = self.gatewayStreams.increment()
@@ -306,7 +307,7 @@ final class HTTP2GatewayHandler: ChannelInboundHandler {
         return nil
     }
 
-    private func answer(streamID: Int32, apnsID: String, status: Int, reason: HTTP2Reason?, timestamp: Int64?) {
+    private func answer(streamID: Int32, apnsID: String, status: Int, reason: RejectionReason?, timestamp: Int64?) {
         var answer = Answer(streamID: streamID, status: status, apnsID: apnsID)
         if let reason {
             self.rejections[reason.rawValue, default: 0] += 1
@@ -380,7 +381,7 @@ final class HTTP2GatewayHandler: ChannelInboundHandler {
     }
 
     /// Sends GOAWAY (NO_ERROR, `{"reason":"…"}`) naming `lastStreamID` and closes once it is written.
-    private func goAway(context: ChannelHandlerContext, lastStreamID: Int32, reason: HTTP2Reason, cause: String) {
+    private func goAway(context: ChannelHandlerContext, lastStreamID: Int32, reason: RejectionReason, cause: String) {
         guard !self.closing else { return }
         self.closing = true
         self.idleCheck?.cancel()
@@ -391,7 +392,7 @@ final class HTTP2GatewayHandler: ChannelInboundHandler {
     }
 
     /// APNs' JSON error body, `{"reason":"…"}` with `"timestamp"` for 410; GOAWAY carries it too.
-    private static func errorBody(_ reason: HTTP2Reason, timestamp: Int64?, allocator: ByteBufferAllocator) -> ByteBuffer {
+    private static func errorBody(_ reason: RejectionReason, timestamp: Int64?, allocator: ByteBufferAllocator) -> ByteBuffer {
         var body = allocator.buffer(capacity: 48 + reason.rawValue.utf8.count)
         body.writeString("{\"reason\":\"\(reason.rawValue)\"")
         if let timestamp { body.writeString(",\"timestamp\":\(timestamp)") }

@@ -5,6 +5,7 @@ import Logging
 import NIOCore
 import NIOPosix
 import NIOSSL
+import PushFleetCore
 
 /// The event-loop-confined half of ``HTTP2Sender``: the queue, the pool of connections, retries and
 /// counters. Every method runs on `eventLoop`.

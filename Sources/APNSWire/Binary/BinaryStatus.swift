@@ -1,6 +1,8 @@
+public import PushFleetCore
+
 /// A status code of the binary provider protocol's error-response packet (command 8).
 ///
-/// Codes unknown to PushFleet are kept, not dropped: ``name`` then reads `Status<n>`.
+/// Codes unknown to PushFleet are kept, not dropped: ``reason`` then reads `Status<n>`.
 public struct BinaryStatus: RawRepresentable, Hashable, Sendable, CustomStringConvertible {
     public let rawValue: UInt8
     public init(rawValue: UInt8) { self.rawValue = rawValue }
@@ -21,22 +23,23 @@ public struct BinaryStatus: RawRepresentable, Hashable, Sendable, CustomStringCo
     public static let protocolError = Self(rawValue: 128)
     public static let unknown = Self(rawValue: 255)
 
-    /// The reason string PushFleet reports for this status (`InvalidToken`, `Shutdown`, …).
-    public var name: String {
+    /// The reason PushFleet reports for this status (`InvalidToken`, `Shutdown`, …); an unknown
+    /// status reads `Status<n>`.
+    public var reason: RejectionReason {
         switch self.rawValue {
-        case 0: return "NoErrors"
-        case 1: return "ProcessingError"
-        case 2: return "MissingDeviceToken"
-        case 3: return "MissingTopic"
-        case 4: return "MissingPayload"
-        case 5: return "InvalidTokenSize"
-        case 6: return "InvalidTopicSize"
-        case 7: return "InvalidPayloadSize"
-        case 8: return "InvalidToken"
-        case 10: return "Shutdown"
-        case 128: return "ProtocolError"
-        case 255: return "Unknown"
-        default: return "Status\(self.rawValue)"
+        case 0: return .noErrors
+        case 1: return .processingError
+        case 2: return .missingDeviceToken
+        case 3: return .missingTopic
+        case 4: return .missingPayload
+        case 5: return .invalidTokenSize
+        case 6: return .invalidTopicSize
+        case 7: return .invalidPayloadSize
+        case 8: return .invalidToken
+        case 10: return .shutdown
+        case 128: return .protocolError
+        case 255: return .unknown
+        default: return RejectionReason("Status\(self.rawValue)")
         }
     }
 
@@ -44,5 +47,5 @@ public struct BinaryStatus: RawRepresentable, Hashable, Sendable, CustomStringCo
     /// notification (status 10) rather than the rejected one.
     public var identifiesLastAccepted: Bool { self == .shutdown || self == .noErrors }
 
-    public var description: String { "\(self.name) (\(self.rawValue))" }
+    public var description: String { "\(self.reason) (\(self.rawValue))" }
 }

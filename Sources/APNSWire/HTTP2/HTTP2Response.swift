@@ -1,5 +1,5 @@
 public import NIOCore
-import PushFleetCore
+public import PushFleetCore
 
 /// APNs' final "no" to one notification: the HTTP status, APNs' `reason` string, and for 410 the
 /// time APNs last knew the token valid.
@@ -7,12 +7,12 @@ public struct HTTP2Rejection: Hashable, Sendable, CustomStringConvertible {
     /// The `:status` of the answer: 400, 403, 404, 405, 410, 413, or 429/500/503 once retries ran out.
     public var status: Int
     /// APNs' own reason string, unknown ones included.
-    public var reason: HTTP2Reason
+    public var reason: RejectionReason
     /// For 410: milliseconds since 1970 at which APNs confirmed the token was no longer valid for
     /// the topic. A token registered again after this time is live.
     public var timestamp: Int64?
 
-    public init(status: Int, reason: HTTP2Reason, timestamp: Int64? = nil) {
+    public init(status: Int, reason: RejectionReason, timestamp: Int64? = nil) {
         self.status = status
         self.reason = reason
         self.timestamp = timestamp
@@ -28,7 +28,7 @@ public struct HTTP2Rejection: Hashable, Sendable, CustomStringConvertible {
     public var isProviderLevel: Bool {
         switch self.status {
         case 403, 404, 405, 429, 500...599: return true  // auth, path, method, throttling, APNs itself
-        default: return Self.providerReasons.contains(self.reason)
+        default: return self.reason.subject == .provider
         }
     }
 
@@ -37,12 +37,6 @@ public struct HTTP2Rejection: Hashable, Sendable, CustomStringConvertible {
     public var isAPNsFailure: Bool {
         self.status == 429 || (500...599).contains(self.status)
     }
-
-    private static let providerReasons: Set<HTTP2Reason> = [
-        .badTopic, .missingTopic, .topicDisallowed, .invalidPushType, .badCertificate, .badCertificateEnvironment,
-        .expiredProviderToken, .forbidden, .invalidProviderToken, .missingProviderToken, .unrelatedKeyIdInToken,
-        .tooManyProviderTokenUpdates, .badPath, .methodNotAllowed,
-    ]
 }
 
 /// What to do about one answer from APNs. Apple states no retry rules; these are PushFleet's:
@@ -88,20 +82,20 @@ extension HTTP2Rejection {
     /// Reads APNs' JSON error body. A missing or unreadable reason becomes `Status<code>`, so every
     /// rejection still names something.
     public init(status: Int, body: ByteBuffer?) {
-        var reason: HTTP2Reason?
+        var reason: RejectionReason?
         var timestamp: Int64?
         if let body, body.readableBytes > 0, let json = try? JSONParser.parse(body.readableBytesView) {
-            if case .string(let text) = json["reason"], !text.isEmpty { reason = HTTP2Reason(text) }
+            if case .string(let text) = json["reason"], !text.isEmpty { reason = RejectionReason(text) }
             if case .number(let text) = json["timestamp"] { timestamp = Int64(text) }
         }
-        self.init(status: status, reason: reason ?? HTTP2Reason("Status\(status)"), timestamp: timestamp)
+        self.init(status: status, reason: reason ?? RejectionReason("Status\(status)"), timestamp: timestamp)
     }
 
     /// The reason in a GOAWAY frame's debug data (`{"reason":"Shutdown"}`), if it carries one.
-    public static func goAwayReason(_ debugData: ByteBuffer?) -> HTTP2Reason? {
+    public static func goAwayReason(_ debugData: ByteBuffer?) -> RejectionReason? {
         guard let debugData, debugData.readableBytes > 0, let json = try? JSONParser.parse(debugData.readableBytesView),
             case .string(let text) = json["reason"], !text.isEmpty
         else { return nil }
-        return HTTP2Reason(text)
+        return RejectionReason(text)
     }
 }

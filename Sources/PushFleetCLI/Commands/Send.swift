@@ -152,7 +152,7 @@ struct Send: AsyncParsableCommand {
         let delivery = BinaryDelivery(configuration: configuration, connections: self.connections, payload: payload, priority: self.priority, expiration: self.expiration)
         let result = try await delivery.run(next: next, progress: { _ in })
         return (endpoint, Outcome(
-            accepted: result.accepted, rejected: result.rejected, rejectedTokens: result.rejectedTokens.map { ($0.0, $0.1.name) },
+            accepted: result.accepted, rejected: result.rejected, rejectedTokens: result.rejectedTokens.map { ($0.0, $0.1.reason.rawValue) },
             unsettled: result.unsettled,
             counters: [
                 ("connections_opened", "\(result.statistics.connectionsOpened)"),

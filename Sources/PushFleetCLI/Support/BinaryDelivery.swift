@@ -39,7 +39,7 @@ struct BinaryDelivery {
                         case .accepted(let batch):
                             result.accepted += batch.count
                         case .rejected(let notification, let status):
-                            result.rejected[status.name, default: 0] += 1
+                            result.rejected[status.reason.rawValue, default: 0] += 1
                             result.rejectedTokens.append((notification.token, status))
                         }
                     }

@@ -214,7 +214,7 @@ struct BinaryChannel: DeliveryChannel {
             case .accepted(let notifications):
                 for notification in notifications { batch.append(.accepted(tag: notification.tag)) }
             case .rejected(let notification, let status):
-                batch.append(.rejected(tag: notification.tag, Rejection(token: notification.token, reason: status.name)))
+                batch.append(.rejected(tag: notification.tag, Rejection(token: notification.token, reason: status.reason)))
             }
             body(batch)
         }
@@ -284,7 +284,7 @@ struct HTTP2Channel: DeliveryChannel {
                     batch.append(
                         .rejected(
                             tag: notification.tag,
-                            Rejection(token: notification.token, reason: rejection.reason.rawValue, timestampMilliseconds: rejection.timestamp)
+                            Rejection(token: notification.token, reason: rejection.reason, timestampMilliseconds: rejection.timestamp)
                         )
                     )
                 }

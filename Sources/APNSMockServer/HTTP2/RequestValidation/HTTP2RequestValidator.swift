@@ -40,7 +40,7 @@ package import PushFleetCore
 package struct HTTP2RequestValidator {
     package enum Verdict: Equatable {
         case accepted(fingerprint: UInt64)
-        case rejected(status: Int, reason: HTTP2Reason, timestamp: Int64?)
+        case rejected(status: Int, reason: RejectionReason, timestamp: Int64?)
     }
 
     /// The largest body any push type may carry, in bytes.

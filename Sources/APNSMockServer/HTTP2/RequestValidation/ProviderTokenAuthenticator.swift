@@ -1,5 +1,6 @@
 import APNSWire
 import Crypto
+import PushFleetCore
 
 /// Decides, for one HTTP/2 connection, whether a request's `authorization` header authenticates it,
 /// following APNs' token rules. Performs no I/O; time comes in as an argument.
@@ -22,7 +23,7 @@ import Crypto
 struct ProviderTokenAuthenticator {
     enum Verdict: Equatable {
         case accepted
-        case rejected(HTTP2Reason)
+        case rejected(RejectionReason)
     }
 
     static let maximumTokenAge: Int64 = 3_600_000
