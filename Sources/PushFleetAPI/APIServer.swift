@@ -91,10 +91,7 @@ public struct APIServer: Sendable {
         let result: Notifier.Result
         do {
             result = try await notifier.notify(
-                Notifier.Request(
-                    id: fields.id, topic: fields.topic, environment: fields.environment, audience: audience, payload: fields.payload,
-                    pushType: fields.pushType, priority: fields.priority, expiration: fields.expiration, collapseID: fields.collapseID
-                )
+                Notifier.Request(id: fields.id, definition: fields.definition, audience: audience)
             )
         } catch let error as LaunchError {
             throw error.isConflict ? HTTPError(.conflict, message: error.message) : Self.badRequest(error.message)
@@ -175,11 +172,8 @@ public struct APIServer: Sendable {
         let fields = body.fields
         try Self.require(key, fields.topic)
         let launcher = Launcher(queue: self.queue, store: self.store)
-        var launch = Launcher.Request(
-            id: fields.id, topic: fields.topic, environment: fields.environment, payload: fields.payload, pushType: fields.pushType,
-            priority: fields.priority, expiration: fields.expiration, collapseID: fields.collapseID, shardSize: body.shardSize
-        )
-        launch.rateLimit = body.rateLimit
+        var launch = Launcher.Request(id: fields.id, definition: fields.definition, shardSize: body.shardSize)
+        launch.definition.rateLimit = body.rateLimit
         launch.startsAt = body.startsAt
         // A template is rendered from each recipient's fields: only "recipients" carry them.
         var templates = false
@@ -195,7 +189,7 @@ public struct APIServer: Sendable {
                 throw Self.badRequest("a payload with placeholders ({{…}}) is rendered from each recipient's fields: give \"recipients\" with them")
             }
         }
-        if !body.variants.isEmpty || !body.localized.isEmpty || body.localTime != nil { return try await self.createInParts(launch, body) }
+        if !body.variants.isEmpty || !body.localized.isEmpty || body.localTime != nil { return try await self.createInParts(launch, fields.payload, body) }
         let result: Launcher.Result
         do {
             switch body.audience {
@@ -204,7 +198,7 @@ public struct APIServer: Sendable {
                 result = try await launcher.launch(launch, tokens: &source)
             case .recipients(let recipients):
                 if let template = try PayloadTemplate(fields.payload.bytes) {
-                    launch.personalized = true
+                    launch.definition.personalized = true
                     var source = RecipientsTokenSource(recipients: recipients, template: template, format: fields.payload.format)
                     result = try await launcher.launch(launch, tokens: &source)
                 } else {
@@ -227,7 +221,8 @@ public struct APIServer: Sendable {
 
     /// `POST /v1/campaigns` with `variants`, `localized` or `local_time`: a launch in parts, as
     /// `launch --variant`, `--localized` and `--local-time` make it.
-    private func createInParts(_ launch: Launcher.Request, _ body: CampaignBody) async throws -> Response {
+    /// `payload` is the launch's own (the fallback of localized ones).
+    private func createInParts(_ launch: Launcher.Request, _ payload: Payload, _ body: CampaignBody) async throws -> Response {
         var launch = launch
         let id = launch.id ?? UUID()
         launch.id = id
@@ -241,9 +236,9 @@ public struct APIServer: Sendable {
                 guard Set(body.localized.map { LocaleChooser.normalized($0.locale) }).count == body.localized.count else {
                     throw Self.badRequest("\"localized\" names one locale twice")
                 }
-                payloads = .localized(LocaleChooser(locales: body.localized.map(\.locale)), payloads: body.localized.map(\.payload), fallback: launch.payload)
+                payloads = .localized(LocaleChooser(locales: body.localized.map(\.locale)), payloads: body.localized.map(\.payload), fallback: payload)
             } else {
-                payloads = .one(launch.payload)
+                payloads = .one(payload)
             }
             var localTime: LocalTimePlanner? = nil
             if let time = body.localTime {
@@ -260,7 +255,7 @@ public struct APIServer: Sendable {
                 var source = RecipientsPlannedTokenSource(recipients: recipients, plan: plan)
                 result = try await launcher.launch(launch, recipients: &source)
             case .registry:
-                var source = RegistryPlannedTokenSource(store: self.store, topic: launch.topic, environment: launch.environment, plan: plan)
+                var source = RegistryPlannedTokenSource(store: self.store, topic: launch.definition.topic, environment: launch.definition.environment, plan: plan)
                 result = try await launcher.launch(launch, recipients: &source)
             }
         } catch let error as LaunchError {

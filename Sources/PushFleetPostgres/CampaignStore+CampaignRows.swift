@@ -61,9 +61,9 @@ extension CampaignStore {
         return record
     }
 
-    /// The campaign's definition as launch wrote it (payload, headers, shard sizes), or `nil`. For
+    /// The campaign as launch recorded it (its definition, shard sizes), or `nil`. For
     /// rebuilding a campaign's Redis half from Postgres.
-    public func campaignDefinition(_ id: UUID) async throws -> NewCampaign? {
+    public func launchedCampaign(_ id: UUID) async throws -> NewCampaign? {
         try await self.withConnection("read the definition of campaign \(id)") { connection in
             let rows = try await connection.query(
                 """
@@ -80,20 +80,21 @@ extension CampaignStore {
                     try row.decode((String, String, ByteBuffer, String, Int, Int, String?, Int, Int, Int, [Int]).self)
                 let cells = Array(row)
                 let (kind, audience) = (try cells[11].decode(String.self), try cells[12].decode(String?.self))
-                var definition = NewCampaign(
-                    id: id, topic: topic, environment: try Self.environment(environment, of: id), payload: Array(payload.readableBytesView),
+                let definition = CampaignDefinition(
+                    topic: topic, environment: try Self.environment(environment, of: id), payload: Array(payload.readableBytesView),
                     pushType: pushType, priority: priority, expiration: expiration, collapseID: collapseID,
-                    shardSize: shardSize, shardTokenCounts: shards, totalTokens: total, duplicatesDropped: duplicates
+                    kind: CampaignKind(rawValue: kind) ?? .campaign, rateLimit: try cells[13].decode(Int?.self),
+                    personalized: try cells[17].decode(Bool.self)
                 )
-                definition.kind = CampaignKind(rawValue: kind) ?? .campaign
-                definition.audience = audience
-                definition.rateLimit = try cells[13].decode(Int?.self)
-                definition.startsAt = try cells[14].decode(Date?.self)
+                var campaign = NewCampaign(
+                    id: id, definition: definition, shardSize: shardSize, shardTokenCounts: shards, totalTokens: total, duplicatesDropped: duplicates
+                )
+                campaign.audience = audience
+                campaign.startsAt = try cells[14].decode(Date?.self)
                 if let split = try cells[15].decode(UUID?.self), let variant = try cells[16].decode(String?.self) {
-                    definition.split = SplitMembership(id: split, variant: variant)
+                    campaign.split = SplitMembership(id: split, variant: variant)
                 }
-                definition.personalized = try cells[17].decode(Bool.self)
-                return definition
+                return campaign
             }
             return nil
         }

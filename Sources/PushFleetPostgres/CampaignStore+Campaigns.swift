@@ -25,24 +25,24 @@ extension CampaignStore {
                 "campaign \(campaign.id): its \(campaign.shardTokenCounts.count) shards hold \(sum) tokens, but the total is \(campaign.totalTokens)"
             )
         }
-        try Self.checkTopic(campaign.topic)
+        try Self.checkTopic(campaign.definition.topic)
         let (shardIDs, packed) = (tokens?.shards.map(\.shard) ?? [], PackedShards(tokens?.shards.map(\.tokens) ?? []))
         return try await self.withConnection("create campaign \(campaign.id)") { connection in
-            let c = campaign
+            let (c, d) = (campaign, campaign.definition)
             // The app is read in the statement; only an app never seen before costs a round trip more.
             for attempt in 0..<2 {
                 let rows = try await connection.query(
                     """
                     WITH app AS (
-                        SELECT app_id FROM apps WHERE topic = \(c.topic) AND environment = \(c.environment.rawValue)
+                        SELECT app_id FROM apps WHERE topic = \(d.topic) AND environment = \(d.environment.rawValue)
                     ), created AS (
                         INSERT INTO campaigns (campaign_id, app_id, payload, push_type, priority, expiration, collapse_id,
                                                shard_size, shard_count, total_tokens, duplicates_dropped, kind, audience, launch,
                                                rate_limit, starts_at, parent_id, variant, personalized)
-                        SELECT \(c.id), app.app_id, \(ByteBuffer(bytes: c.payload)), \(c.pushType), \(c.priority), \(c.expiration),
-                               \(c.collapseID), \(c.shardSize), \(c.shardTokenCounts.count), \(c.totalTokens), \(c.duplicatesDropped),
-                               \(c.kind.rawValue), \(c.audience), \(tokens?.launch), \(c.rateLimit), \(c.startsAt),
-                               \(c.split?.id), \(c.split?.variant), \(c.personalized)
+                        SELECT \(c.id), app.app_id, \(ByteBuffer(bytes: d.payload)), \(d.pushType), \(d.priority), \(d.expiration),
+                               \(d.collapseID), \(c.shardSize), \(c.shardTokenCounts.count), \(c.totalTokens), \(c.duplicatesDropped),
+                               \(d.kind.rawValue), \(c.audience), \(tokens?.launch), \(d.rateLimit), \(c.startsAt),
+                               \(c.split?.id), \(c.split?.variant), \(d.personalized)
                         FROM app
                         ON CONFLICT (campaign_id) DO NOTHING
                         RETURNING campaign_id
@@ -63,7 +63,7 @@ extension CampaignStore {
                 var (apps, created): (Int64, Int64) = (0, 0)
                 for try await row in rows.decode((Int64, Int64).self) { (apps, created) = row }
                 if apps == 1 || attempt == 1 { return created == 1 }
-                _ = try await self.appID(topic: c.topic, environment: c.environment, on: connection)
+                _ = try await self.appID(topic: d.topic, environment: d.environment, on: connection)
             }
             return false
         }

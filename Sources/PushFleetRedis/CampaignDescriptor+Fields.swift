@@ -8,22 +8,23 @@ extension CampaignDescriptor {
     /// for a campaign (queues published before notifications existed have none); `rate` is there only
     /// for a throttled campaign, `personalized` only for a personalized one.
     var metaFields: [[UInt8]] {
+        let d = self.definition
         var pairs: [(String, [UInt8])] = [
             ("id", Array(self.id.uuidString.lowercased().utf8)),
-            ("topic", Array(self.topic.utf8)),
-            ("environment", Array(self.environment.rawValue.utf8)),
-            ("payload", self.payload),
-            ("push_type", Array(self.pushType.utf8)),
-            ("priority", self.priority.redisArgument),
-            ("expiration", self.expiration.redisArgument),
+            ("topic", Array(d.topic.utf8)),
+            ("environment", Array(d.environment.rawValue.utf8)),
+            ("payload", d.payload),
+            ("push_type", Array(d.pushType.utf8)),
+            ("priority", d.priority.redisArgument),
+            ("expiration", d.expiration.redisArgument),
             ("shard_count", self.shardCount.redisArgument),
             ("total_tokens", self.totalTokens.redisArgument),
             ("status", Array(self.status.rawValue.utf8)),
         ]
-        if let collapseID = self.collapseID { pairs.append(("collapse_id", Array(collapseID.utf8))) }
-        if self.kind != .campaign { pairs.append(("kind", Array(self.kind.rawValue.utf8))) }
-        if let rate = self.rateLimit { pairs.append(("rate", rate.redisArgument)) }
-        if self.personalized { pairs.append(("personalized", Array("1".utf8))) }
+        if let collapseID = d.collapseID { pairs.append(("collapse_id", Array(collapseID.utf8))) }
+        if d.kind != .campaign { pairs.append(("kind", Array(d.kind.rawValue.utf8))) }
+        if let rate = d.rateLimit { pairs.append(("rate", rate.redisArgument)) }
+        if d.personalized { pairs.append(("personalized", Array("1".utf8))) }
         return pairs.flatMap { [Array($0.0.utf8), $0.1] }
     }
 
@@ -47,22 +48,13 @@ extension CampaignDescriptor {
             guard let rate = Int(String(decoding: bytes, as: UTF8.self)), rate > 0 else { throw FieldError(name: "rate") }
             return rate
         }
-        self.init(
-            id: id,
-            topic: try text("topic"),
-            environment: environment,
-            payload: payload,
-            pushType: try text("push_type"),
-            priority: try number("priority"),
-            expiration: try number("expiration"),
-            collapseID: fields["collapse_id"].map { String(decoding: $0, as: UTF8.self) },
-            shardCount: try number("shard_count"),
-            totalTokens: try number("total_tokens"),
-            status: status,
-            kind: kind,
-            rateLimit: rate,
+        let definition = CampaignDefinition(
+            topic: try text("topic"), environment: environment, payload: payload, pushType: try text("push_type"),
+            priority: try number("priority"), expiration: try number("expiration"),
+            collapseID: fields["collapse_id"].map { String(decoding: $0, as: UTF8.self) }, kind: kind, rateLimit: rate,
             personalized: fields["personalized"] == Array("1".utf8)
         )
+        self.init(id: id, definition: definition, shardCount: try number("shard_count"), totalTokens: try number("total_tokens"), status: status)
     }
 
     /// A field of `pf:{C}:meta` is missing or malformed.

@@ -46,9 +46,10 @@ public struct CampaignQueue: Sendable {
     /// Adds a published campaign to its active set; a notification also wakes one worker waiting in
     /// ``waitForNotification(topic:environment:timeout:)``, after it can be found (best effort).
     static func activate(_ descriptor: CampaignDescriptor, on connection: RedisConnection) throws(RedisError) {
-        try self.activate(descriptor.id, topic: descriptor.topic, environment: descriptor.environment, kind: descriptor.kind, on: connection)
-        guard descriptor.kind == .notification else { return }
-        let wake = CampaignKeys.wake(topic: descriptor.topic, environment: descriptor.environment)
+        let d = descriptor.definition
+        try self.activate(descriptor.id, topic: d.topic, environment: d.environment, kind: d.kind, on: connection)
+        guard d.kind == .notification else { return }
+        let wake = CampaignKeys.wake(topic: d.topic, environment: d.environment)
         // Best effort: the notification is published already, and a worker finds it within a
         // second without the wake-up. Failing here would fail a publication that happened.
         _ = try? connection.checkedPipeline([

@@ -29,7 +29,7 @@ extension CoordinatorService {
         // First the generation: from here no fold of the lost queue can land, so what is read next
         // stays. Another coordinator that rebuilt it meanwhile has raised it, and this one stops.
         guard try await self.store.beginQueueRebuild(id, generation: campaign.queueGeneration) else { return }
-        guard let definition = try await self.store.campaignDefinition(id), let point = try await self.store.recoveryPoint(id),
+        guard let launched = try await self.store.launchedCampaign(id), let point = try await self.store.recoveryPoint(id),
             let record = try await self.store.campaign(id)
         else { return }
         guard let launch = point.launch else {
@@ -37,12 +37,12 @@ extension CoordinatorService {
             return
         }
         let restoration = QueueRestoration(
-            descriptor: CampaignDescriptor(definition, status: CampaignQueueStatus(record.state)), launch: launch,
+            descriptor: CampaignDescriptor(launched, status: CampaignQueueStatus(record.state)), launch: launch,
             tokenCounts: point.tokenCounts, cursors: point.cursors, sentMarks: point.sentMarks, deadShards: record.deadShards,
             counters: CampaignCounters(accepted: record.accepted, rejected: record.rejected, resent: record.resent, retried: record.retried),
             fold: point.foldSequence, fenceBase: QueueRestoration.fenceBase(generation: point.generation)
         )
-        let personalized = definition.personalized
+        let personalized = launched.definition.personalized
         let staging = "rebuild-\(UUID().uuidString.lowercased())"
         let unfinished = restoration.unfinishedShards
         do {
@@ -63,7 +63,7 @@ extension CoordinatorService {
                                 + (personalized ? "or without its recipients' values " : "")
                                 + "(launch \(launch): \(found), \(point.tokenCounts[shard]) expected)"
                         )
-                        try? await self.queue.discardStaged(campaign: id, launch: staging, shardCount: definition.shardTokenCounts.count)
+                        try? await self.queue.discardStaged(campaign: id, launch: staging, shardCount: launched.shardTokenCounts.count)
                         return
                     }
                     shards.append((shard: shard, tokens: tokens))
@@ -74,7 +74,7 @@ extension CoordinatorService {
             guard try await self.queue.restore(restoration, staged: staging) else { return }
         } catch {
             // The staged lists would expire by themselves; the next round starts over.
-            try? await self.queue.discardStaged(campaign: id, launch: staging, shardCount: definition.shardTokenCounts.count)
+            try? await self.queue.discardStaged(campaign: id, launch: staging, shardCount: launched.shardTokenCounts.count)
             throw error
         }
         self.logger.notice(

@@ -18,23 +18,16 @@ public struct Launcher: Sendable {
     /// What to send, and to whom.
     public struct Request: Sendable {
         public var id: UUID?
-        public var topic: String
-        public var environment: APNsEnvironment
-        public var payload: Payload
-        public var pushType: String
-        public var priority: Int
-        public var expiration: Int
-        public var collapseID: String?
+        /// What the campaign sends, and how: its payload checked already against its limit. A
+        /// ``CampaignDefinition/personalized`` one takes each recipient's packed values from the
+        /// token source (``TokenSource/batchValues``), and its shards keep them.
+        public var definition: CampaignDefinition
         /// Tokens per shard. Defaults to 1,000.
         public var shardSize: Int
         /// Required token size in bytes (32 for the binary protocol), or `nil` for any.
         public var requiredTokenSize: Int?
-        /// A campaign, or a notification for the topic's lane (see ``Notifier``).
-        public var kind: CampaignKind = .campaign
         /// For a notification, whom it was asked for (`user:U`, `group:G`, `tokens`).
         public var audience: String? = nil
-        /// Notifications per second, fleet-wide; nil sends as fast as the fleet can.
-        public var rateLimit: Int? = nil
         /// When the campaign starts: it is `scheduled` until then, and the coordinator starts
         /// it. Nil, or a time already past, starts it at once.
         public var startsAt: Date? = nil
@@ -43,22 +36,10 @@ public struct Launcher: Sendable {
         /// Duplicates of this campaign's audience dropped before its tokens reached the launcher
         /// (by ``PartitionedLauncher``), counted with its own.
         public var duplicatesDroppedEarlier = 0
-        /// Whether the payload is a template rendered per recipient: the token source then gives
-        /// each recipient's packed values (``TokenSource/batchValues``), and its shards keep them.
-        public var personalized = false
 
-        public init(
-            id: UUID? = nil, topic: String, environment: APNsEnvironment, payload: Payload, pushType: String = "alert",
-            priority: Int = 10, expiration: Int = 0, collapseID: String? = nil, shardSize: Int = 1_000, requiredTokenSize: Int? = nil
-        ) {
+        public init(id: UUID? = nil, definition: CampaignDefinition, shardSize: Int = 1_000, requiredTokenSize: Int? = nil) {
             self.id = id
-            self.topic = topic
-            self.environment = environment
-            self.payload = payload
-            self.pushType = pushType
-            self.priority = priority
-            self.expiration = expiration
-            self.collapseID = collapseID
+            self.definition = definition
             self.shardSize = shardSize
             self.requiredTokenSize = requiredTokenSize
         }
@@ -91,7 +72,7 @@ public struct Launcher: Sendable {
     }
 
     public func launch(_ request: Request, tokens: inout some TokenSource) async throws -> Result {
-        if let rate = request.rateLimit, !Self.rateLimits.contains(rate) { throw LaunchError.rateLimitOutOfRange(rate) }
+        if let rate = request.definition.rateLimit, !Self.rateLimits.contains(rate) { throw LaunchError.rateLimitOutOfRange(rate) }
         let launchedAt = Date()
         // The state it takes once published, and the status workers see.
         let target = CampaignState.published(startingAt: request.startsAt, now: launchedAt)
@@ -102,7 +83,8 @@ public struct Launcher: Sendable {
         if existing == nil, let startsAt = request.startsAt, startsAt < launchedAt - Self.pastStartTolerance {
             throw LaunchError.startInThePast(startsAt, now: launchedAt)
         }
-        if let existing, existing.kind != request.kind || existing.topic != request.topic || existing.environment != request.environment {
+        let definition = request.definition
+        if let existing, existing.kind != definition.kind || existing.topic != definition.topic || existing.environment != definition.environment {
             throw LaunchError.idInUse(id, by: existing)
         }
         let published = existing == nil ? false : try await self.queue.descriptor(campaign: id) != nil
@@ -136,7 +118,7 @@ public struct Launcher: Sendable {
                 try await durable
             }
         }
-        let personalized = request.personalized
+        let personalized = definition.personalized
         func discard(shardCount: Int) async {
             try? await queue.discardStaged(campaign: id, launch: launch, shardCount: shardCount)
             try? await store.discardShardTokens(campaign: id, launch: launch)
@@ -197,17 +179,12 @@ public struct Launcher: Sendable {
 
         let total = shardCounts.reduce(0, +)
         var campaign = NewCampaign(
-            id: id, topic: request.topic, environment: request.environment, payload: request.payload.bytes,
-            pushType: request.pushType, priority: request.priority, expiration: request.expiration,
-            collapseID: request.collapseID, shardSize: request.shardSize, shardTokenCounts: shardCounts,
-            totalTokens: total, duplicatesDropped: duplicates
+            id: id, definition: definition, shardSize: request.shardSize, shardTokenCounts: shardCounts, totalTokens: total,
+            duplicatesDropped: duplicates
         )
-        campaign.kind = request.kind
         campaign.audience = request.audience
-        campaign.rateLimit = request.rateLimit
         campaign.startsAt = request.startsAt
         campaign.split = request.split
-        campaign.personalized = personalized
         let used: Bool
         do {
             if together {

@@ -25,30 +25,17 @@ public struct Notifier: Sendable {
     public struct Request: Sendable {
         /// Sending the same id twice sends once. Defaults to a new id.
         public var id: UUID?
-        public var topic: String
-        public var environment: APNsEnvironment
+        /// What it sends, and how; its ``CampaignDefinition/kind`` is set to
+        /// ``CampaignKind/notification`` when it is launched.
+        public var definition: CampaignDefinition
         public var audience: Audience
-        public var payload: Payload
-        public var pushType: String
-        public var priority: Int
-        public var expiration: Int
-        public var collapseID: String?
         /// Required token size in bytes (32 for the binary protocol), or `nil` for any.
         public var requiredTokenSize: Int?
 
-        public init(
-            id: UUID? = nil, topic: String, environment: APNsEnvironment, audience: Audience, payload: Payload, pushType: String = "alert",
-            priority: Int = 10, expiration: Int = 0, collapseID: String? = nil, requiredTokenSize: Int? = nil
-        ) {
+        public init(id: UUID? = nil, definition: CampaignDefinition, audience: Audience, requiredTokenSize: Int? = nil) {
             self.id = id
-            self.topic = topic
-            self.environment = environment
+            self.definition = definition
             self.audience = audience
-            self.payload = payload
-            self.pushType = pushType
-            self.priority = priority
-            self.expiration = expiration
-            self.collapseID = collapseID
             self.requiredTokenSize = requiredTokenSize
         }
     }
@@ -78,23 +65,20 @@ public struct Notifier: Sendable {
         let audience: String
         switch request.audience {
         case .user(let user):
-            tokens = try await self.launcher.store.activeTokens(of: .user(user), topic: request.topic, environment: request.environment)
+            tokens = try await self.launcher.store.activeTokens(of: .user(user), topic: request.definition.topic, environment: request.definition.environment)
             audience = "user:\(user)"
         case .group(let group):
-            tokens = try await self.launcher.store.activeTokens(of: .group(group), topic: request.topic, environment: request.environment)
+            tokens = try await self.launcher.store.activeTokens(of: .group(group), topic: request.definition.topic, environment: request.definition.environment)
             audience = "group:\(group)"
         case .tokens(let given):
             tokens = given
             audience = "tokens"
         }
-        guard !tokens.isEmpty else { throw LaunchError.noDevices(audience, topic: request.topic, environment: request.environment) }
+        guard !tokens.isEmpty else { throw LaunchError.noDevices(audience, topic: request.definition.topic, environment: request.definition.environment) }
         guard tokens.count <= Self.maximumTokens else { throw LaunchError.tooManyDevices(tokens.count, maximum: Self.maximumTokens) }
-        var launch = Launcher.Request(
-            id: request.id, topic: request.topic, environment: request.environment, payload: request.payload, pushType: request.pushType,
-            priority: request.priority, expiration: request.expiration, collapseID: request.collapseID, shardSize: 1_000,
-            requiredTokenSize: request.requiredTokenSize
-        )
-        launch.kind = .notification
+        var definition = request.definition
+        definition.kind = .notification
+        var launch = Launcher.Request(id: request.id, definition: definition, shardSize: 1_000, requiredTokenSize: request.requiredTokenSize)
         launch.audience = audience
         var source = ArrayTokenSource(tokens)
         let result = try await self.launcher.launch(launch, tokens: &source)

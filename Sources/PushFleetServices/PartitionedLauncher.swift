@@ -127,13 +127,13 @@ public struct PartitionedLauncher: Sendable {
             let part = parts[index]
             var child = request
             child.id = Self.campaignID(launch: id, part: part.name)
-            child.payload = part.payload
+            child.definition.payload = part.payload.bytes
             child.split = SplitMembership(id: id, variant: part.name)
             // A local-time part whose start passed while the audience was read starts at once.
             child.startsAt = part.startsAt.map { $0 > Date() ? $0 : nil } ?? request.startsAt
             child.duplicatesDroppedEarlier = duplicates[index]
-            child.personalized = personalized[index]
-            child.rateLimit = request.rateLimit.map { max(1, Int(Int64($0) * Int64(counts[index]) / Int64(startingTogether[part.startsAt] ?? 1))) }
+            child.definition.personalized = personalized[index]
+            child.definition.rateLimit = request.definition.rateLimit.map { max(1, Int(Int64($0) * Int64(counts[index]) / Int64(startingTogether[part.startsAt] ?? 1))) }
             var source = spill.tokens(of: index, personalized: personalized[index])
             results.append(PartResult(part: part, launch: try await self.launcher.launch(child, tokens: &source)))
         }

@@ -203,7 +203,7 @@ import Glibc
             #expect(try await store.campaign(id)?.startsAt == at)
             #expect(try await store.campaign(id)?.state == .scheduled)
             let queue = CampaignQueue(client: RedisClient(configuration: try RedisConfiguration(url: try IntegrationEnvironment.redisURL()), logger: silentRedisLogger))
-            #expect(try await queue.descriptor(campaign: id)?.rateLimit == 500)
+            #expect(try await queue.descriptor(campaign: id)?.definition.rateLimit == 500)
             let progress = try await server.call("GET", "/v1/campaigns/\(id.uuidString)", key: bearer)
             #expect(progress.body.contains(#""rate_limit":500"#), "\(progress.body)")
             _ = try await store.setState(id, to: .cancelled, from: [.scheduled, .running, .pending])
@@ -235,7 +235,7 @@ import Glibc
                 body: #"{"id":"\#(id.uuidString)","topic":"\#(topic)","recipients":[\#(recipients.joined(separator: ","))],"payload":\#(template)}"#
             )
             #expect(created.status == 201, "\(created.body)")
-            let definition = try #require(try await store.campaignDefinition(id))
+            let definition = try #require(try await store.launchedCampaign(id)).definition
             #expect(definition.personalized)
             let stored = try #require(try await store.shardRecipients(campaign: id, shards: [0])[0])
             #expect(stored.tokens == tokens)

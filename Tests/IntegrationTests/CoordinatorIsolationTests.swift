@@ -181,7 +181,9 @@ struct CoordinatorHarness {
     func launch(tokens count: Int, startsAt: Date? = nil) async throws -> UUID {
         var tokens = Tokens(left: TestTokens.tokens(count, seed: UInt64.random(in: 1...UInt64.max)))
         let payload = try Payload(jsonText: Array(#"{"aps":{"alert":"hi"}}"#.utf8), format: .http2)
-        var request = Launcher.Request(topic: self.topic, environment: self.environment, payload: payload, shardSize: 2)
+        var request = Launcher.Request(
+            definition: CampaignDefinition(topic: self.topic, environment: self.environment, payload: payload.bytes), shardSize: 2
+        )
         request.startsAt = startsAt
         return try await Launcher(queue: self.queue, store: self.store).launch(request, tokens: &tokens).id
     }

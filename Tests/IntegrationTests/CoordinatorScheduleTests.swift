@@ -90,7 +90,9 @@ extension PipelineTests {
         @Test func aScheduledLaunchRunAgainAfterItsTimeFindsItsCampaign() async throws {
             try await CoordinatorHarness.run { h in
                 let payload = try Payload(jsonText: Array(#"{"aps":{"alert":"hi"}}"#.utf8), format: .http2)
-                var request = Launcher.Request(id: UUID(), topic: h.topic, environment: h.environment, payload: payload, shardSize: 2)
+                var request = Launcher.Request(
+                    id: UUID(), definition: CampaignDefinition(topic: h.topic, environment: h.environment, payload: payload.bytes), shardSize: 2
+                )
                 request.startsAt = Date().addingTimeInterval(3_600)
                 let tokens = TestTokens.tokens(4, seed: UInt64.random(in: 1...UInt64.max))
                 var first = ArrayTokenSource(tokens)

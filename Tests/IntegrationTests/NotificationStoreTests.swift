@@ -11,7 +11,7 @@ import Testing
             let topic = PostgresFixture.topic("rings")
             let phones = PostgresFixture.tokens(3)
             var ring = PostgresFixture.campaign(topic: topic, shards: 1, perShard: 3)
-            ring.kind = .notification
+            ring.definition.kind = .notification
             ring.audience = "group:front-door"
             let campaign = PostgresFixture.campaign(topic: topic, shards: 1, perShard: 3)
             let audience = PostgresFixture.tokens(3)

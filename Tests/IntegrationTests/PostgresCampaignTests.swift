@@ -24,10 +24,10 @@ import Testing
             #expect(abs(record.createdAt.timeIntervalSinceNow) < 60)
 
             var again = PostgresFixture.campaign(topic: topic, shards: 5, perShard: 7, id: campaign.id)
-            again.payload = Array("other".utf8)
+            again.definition.payload = Array("other".utf8)
             #expect(try await store.createCampaign(again) == false)
             #expect(try await store.campaign(campaign.id) == record)
-            #expect(try await store.campaignDefinition(campaign.id) == campaign)
+            #expect(try await store.launchedCampaign(campaign.id) == campaign)
         }
     }
 

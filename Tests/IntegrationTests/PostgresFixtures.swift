@@ -46,9 +46,12 @@ enum PostgresFixture {
     /// A campaign of `shards` shards of `perShard` tokens.
     static func campaign(topic: String, shards: Int = 3, perShard: Int = 10, id: UUID = UUID()) -> NewCampaign {
         NewCampaign(
-            id: id, topic: topic, environment: .production, payload: Array(#"{"aps":{"alert":"hi"}}"#.utf8),
-            pushType: "alert", priority: 10, expiration: 0, collapseID: "c1", shardSize: perShard,
-            shardTokenCounts: Array(repeating: perShard, count: shards), totalTokens: shards * perShard, duplicatesDropped: 2
+            id: id,
+            definition: CampaignDefinition(
+                topic: topic, environment: .production, payload: Array(#"{"aps":{"alert":"hi"}}"#.utf8), pushType: "alert", priority: 10,
+                expiration: 0, collapseID: "c1"
+            ),
+            shardSize: perShard, shardTokenCounts: Array(repeating: perShard, count: shards), totalTokens: shards * perShard, duplicatesDropped: 2
         )
     }
 }

@@ -77,10 +77,10 @@ import Testing
     @Test func theLimitChangesWhileItRunsAndComesWithThePublishedCampaign() async throws {
         let fixture = try RedisQueueFixture()
         var descriptor = fixture.descriptor(shardCount: 1, totalTokens: 100)
-        descriptor.rateLimit = 10
+        descriptor.definition.rateLimit = 10
         try await fixture.queue.stageShards(campaign: fixture.campaign, shards: [(0, (0..<100).map { TestTokens.token($0, seed: 9) })])
         try await fixture.queue.publish(descriptor)
-        #expect(try await fixture.queue.descriptor(campaign: fixture.campaign)?.rateLimit == 10)
+        #expect(try await fixture.queue.descriptor(campaign: fixture.campaign)?.definition.rateLimit == 10)
         let queue = fixture.queue
         let lease = try #require(try await queue.claim(campaign: fixture.campaign, worker: "w1", leaseMilliseconds: 30_000))
         let t = Self.start
@@ -89,12 +89,12 @@ import Testing
         #expect(try await queue.read(lease, from: 2, count: 50, clock: t)?.retryAfter == .milliseconds(100))
         // Raised to 200 a second: bursts of 20, refilled at the new rate from the last grant.
         try await queue.setRateLimit(campaign: fixture.campaign, 200)
-        #expect(try await fixture.queue.descriptor(campaign: fixture.campaign)?.rateLimit == 200)
+        #expect(try await fixture.queue.descriptor(campaign: fixture.campaign)?.definition.rateLimit == 200)
         #expect(try await queue.read(lease, from: 2, count: 50, clock: t + 50)?.retryAfter == .milliseconds(50))
         #expect(try await queue.read(lease, from: 2, count: 50, clock: t + 100)?.tokens.count == 20)
         // Lifted: the rest at once.
         try await queue.setRateLimit(campaign: fixture.campaign, nil)
-        #expect(try await fixture.queue.descriptor(campaign: fixture.campaign)?.rateLimit == nil)
+        #expect(try await fixture.queue.descriptor(campaign: fixture.campaign)?.definition.rateLimit == nil)
         #expect(try await queue.read(lease, from: 22, count: 500, clock: t + 100)?.tokens.count == 78)
         // A campaign that is not published is left alone.
         let other = UUID()

@@ -12,8 +12,8 @@ import Testing
         // A topic of this test alone: its wake-up list holds only what this test publishes.
         let topic = "com.example.lane.\(fixture.id)"
         var descriptor = fixture.descriptor(shardCount: 1, totalTokens: 2)
-        descriptor.topic = topic
-        descriptor.kind = .notification
+        descriptor.definition.topic = topic
+        descriptor.definition.kind = .notification
         let waiter = RedisClient(configuration: fixture.client.configuration, logger: silentRedisLogger)
         let lane = CampaignQueue(client: waiter)
 
@@ -21,7 +21,7 @@ import Testing
         try await fixture.queue.stageShards(campaign: fixture.campaign, shards: [(shard: 0, tokens: TestTokens.tokens(2, seed: 11))])
         try await fixture.queue.publish(descriptor)
 
-        #expect(try await fixture.queue.descriptor(campaign: fixture.campaign)?.kind == .notification)
+        #expect(try await fixture.queue.descriptor(campaign: fixture.campaign)?.definition.kind == .notification)
         #expect(try await fixture.queue.activeCampaigns(topic: topic, environment: .sandbox, kind: .notification) == [fixture.campaign])
         #expect(try await fixture.queue.activeCampaigns(topic: topic, environment: .sandbox).isEmpty, "campaign slots would take it")
         // One publication, one wake-up: the second wait times out.
@@ -41,7 +41,7 @@ import Testing
         let fixture = try RedisQueueFixture()
         try await fixture.launch([1])
         #expect(try await fixture.command("HEXISTS", "pf:{\(fixture.id)}:meta", "kind").integer == 0)
-        #expect(try await fixture.queue.descriptor(campaign: fixture.campaign)?.kind == .campaign)
+        #expect(try await fixture.queue.descriptor(campaign: fixture.campaign)?.definition.kind == .campaign)
         try await fixture.shutdown()
     }
 }

@@ -20,9 +20,12 @@ struct RedisQueueFixture {
 
     func descriptor(shardCount: Int, totalTokens: Int, status: CampaignQueueStatus = .running) -> CampaignDescriptor {
         CampaignDescriptor(
-            id: self.campaign, topic: self.topic, environment: .sandbox, payload: Array("{\"aps\":{\"alert\":\"hi\"}}".utf8) + [0],
-            pushType: "alert", priority: 10, expiration: 1_900_000_000, collapseID: "promo-1", shardCount: shardCount,
-            totalTokens: totalTokens, status: status
+            id: self.campaign,
+            definition: CampaignDefinition(
+                topic: self.topic, environment: .sandbox, payload: Array("{\"aps\":{\"alert\":\"hi\"}}".utf8) + [0], pushType: "alert",
+                priority: 10, expiration: 1_900_000_000, collapseID: "promo-1"
+            ),
+            shardCount: shardCount, totalTokens: totalTokens, status: status
         )
     }
 

@@ -49,6 +49,14 @@ package struct NotificationFields: Equatable {
         self.payload = try Self.payload(payload, pushType: self.pushType, name: "\"payload\"")
     }
 
+    /// What the notification or campaign sends, and how.
+    package var definition: CampaignDefinition {
+        CampaignDefinition(
+            topic: self.topic, environment: self.environment, payload: self.payload.bytes, pushType: self.pushType,
+            priority: self.priority, expiration: self.expiration, collapseID: self.collapseID
+        )
+    }
+
     /// `json` as a payload of `pushType`, checked against APNs' limit; `name` says which in an error.
     package static func payload(_ json: JSONValue, pushType: String, name: String) throws(APIInputError) -> Payload {
         do {

@@ -106,17 +106,16 @@ struct Launch: AsyncParsableCommand {
                 name: name, payload: try PayloadOption.load(payload, format: n.payloadFormat, option: "--variant \(name)"), weight: weight
             )
         }
+        let payload = try variants.first?.payload ?? n.loadPayload()
         var request = Launcher.Request(
-            id: self.campaignId.flatMap(UUID.init(uuidString:)), topic: n.topic, environment: n.environment,
-            payload: try variants.first?.payload ?? n.loadPayload(),
-            pushType: n.pushType, priority: n.priority, expiration: n.expiration, collapseID: n.collapseId,
-            shardSize: self.shardSize, requiredTokenSize: n.requiredTokenSize
+            id: self.campaignId.flatMap(UUID.init(uuidString:)), definition: n.definition(payload: payload), shardSize: self.shardSize,
+            requiredTokenSize: n.requiredTokenSize
         )
-        request.rateLimit = self.rate
+        request.definition.rateLimit = self.rate
         request.startsAt = self.at.flatMap(Self.parseTime)
-        let template = try variants.isEmpty ? self.template(of: request.payload, option: "--payload") : nil
+        let template = try variants.isEmpty ? self.template(of: payload, option: "--payload") : nil
         for variant in variants { _ = try self.template(of: variant.payload, option: "--variant \(variant.name)") }
-        if let plan = try self.plan(variants: variants, request: &request) {
+        if let plan = try self.plan(variants: variants, payload: payload, request: &request) {
             // The launch's id before its parts are launched: one that dies half way is finished by
             // launching again with it.
             let id = request.id!
@@ -145,7 +144,7 @@ struct Launch: AsyncParsableCommand {
         // A template's fields are read from the audience; a CSV must have a column for each.
         let fields = template?.fields ?? []
         let reader = try self.tokens.map { try TokenFileReader(path: $0, fields: fields, required: Set(fields)) }
-        request.personalized = template != nil
+        request.definition.personalized = template != nil
         let result = try await self.state.withState(logger: logger) { queue, store in
             let launcher = Launcher(queue: queue, store: store)
             // A file is read, parsed and packed a batch ahead while the launcher files the last.
@@ -185,8 +184,9 @@ struct Launch: AsyncParsableCommand {
     }
 
     /// The plan of a launch in parts (a split test, localized payloads, local time), with the
-    /// launch's id set in `request`; nil for a launch of one campaign.
-    private func plan(variants: [SplitTest.Variant], request: inout Launcher.Request) throws -> LaunchPlan? {
+    /// launch's id set in `request`; nil for a launch of one campaign. `payload` is the launch's
+    /// own (the fallback of localized ones).
+    private func plan(variants: [SplitTest.Variant], payload: Payload, request: inout Launcher.Request) throws -> LaunchPlan? {
         guard !variants.isEmpty || !self.localized.isEmpty || self.localTime != nil else { return nil }
         let id = request.id ?? UUID()
         request.id = id
@@ -201,9 +201,9 @@ struct Launch: AsyncParsableCommand {
             }
             let localized = try locales.map { try PayloadOption.load($0.payload, format: format, option: "--localized \($0.locale)") }
             for (locale, payload) in zip(locales, localized) { _ = try self.template(of: payload, option: "--localized \(locale.locale)") }
-            payloads = .localized(LocaleChooser(locales: locales.map(\.locale)), payloads: localized, fallback: request.payload)
+            payloads = .localized(LocaleChooser(locales: locales.map(\.locale)), payloads: localized, fallback: payload)
         } else {
-            payloads = .one(request.payload)
+            payloads = .one(payload)
         }
         return LaunchPlan(
             payloads: payloads, localTime: self.localTime.flatMap { LocalTimePlanner($0, now: Date()) },

@@ -71,8 +71,7 @@ struct Notify: AsyncParsableCommand {
             })
         }
         let request = Notifier.Request(
-            id: self.notificationId.flatMap(UUID.init(uuidString:)), topic: n.topic, environment: n.environment, audience: audience,
-            payload: payload, pushType: n.pushType, priority: n.priority, expiration: n.expiration, collapseID: n.collapseId,
+            id: self.notificationId.flatMap(UUID.init(uuidString:)), definition: n.definition(payload: payload), audience: audience,
             requiredTokenSize: n.requiredTokenSize
         )
         let logger = makeLogger("pushfleet.notify")

@@ -50,6 +50,14 @@ struct NotificationOptions: ParsableArguments {
     /// The format payloads are checked against: the protocol's limit.
     var payloadFormat: PayloadFormat { self.protocol == .binary ? .binaryFrame : .http2(pushType: self.pushType) }
 
+    /// What is sent with `payload` (read and checked already), and how.
+    func definition(payload: Payload) -> CampaignDefinition {
+        CampaignDefinition(
+            topic: self.topic, environment: self.environment, payload: payload.bytes, pushType: self.pushType,
+            priority: self.priority, expiration: self.expiration, collapseID: self.collapseId
+        )
+    }
+
     /// The payload, read and checked against the protocol's limit.
     func loadPayload() throws -> Payload {
         guard let payload = self.payload else { throw ValidationError("give --payload JSON or --payload @FILE") }

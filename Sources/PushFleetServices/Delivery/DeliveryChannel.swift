@@ -119,8 +119,8 @@ public struct DeliveryTransport: Sendable {
             makeTemplate: { descriptor in
                 CampaignTemplate(
                     wire: .binary(
-                        payload: try Payload(jsonText: descriptor.payload, format: .binaryFrame),
-                        expiration: UInt32(clamping: descriptor.expiration), priority: UInt8(clamping: descriptor.priority)
+                        payload: try Payload(jsonText: descriptor.definition.payload, format: .binaryFrame),
+                        expiration: UInt32(clamping: descriptor.definition.expiration), priority: UInt8(clamping: descriptor.definition.priority)
                     ),
                     personalization: try descriptor.payloadTemplate()
                 )
@@ -143,17 +143,17 @@ public struct DeliveryTransport: Sendable {
                 return HTTP2Channel(sender: try HTTP2Sender(configuration: lane, eventLoop: laneLoops.next(), logger: logger))
             },
             makeTemplate: { descriptor in
-                let payload = try Payload(jsonText: descriptor.payload, format: .http2(pushType: descriptor.pushType))
-                let (topic, pushType, priority) = (descriptor.topic, descriptor.pushType, descriptor.priority)
-                let expiration = Int64(descriptor.expiration)
+                let d = descriptor.definition
+                let payload = try Payload(jsonText: d.payload, format: .http2(pushType: d.pushType))
+                let (topic, pushType, priority, expiration) = (d.topic, d.pushType, d.priority, Int64(d.expiration))
                 guard let personalization = try descriptor.payloadTemplate() else {
                     let template = HTTP2NotificationTemplate(
-                        topic: topic, pushType: pushType, priority: priority, expiration: expiration, collapseID: descriptor.collapseID, payload: payload
+                        topic: topic, pushType: pushType, priority: priority, expiration: expiration, collapseID: d.collapseID, payload: payload
                     )
                     return CampaignTemplate(wire: .http2(template), personalization: nil)
                 }
                 let template = HTTP2NotificationTemplate.perRecipient(
-                    topic: topic, pushType: pushType, priority: priority, expiration: expiration, collapseID: descriptor.collapseID
+                    topic: topic, pushType: pushType, priority: priority, expiration: expiration, collapseID: d.collapseID
                 )
                 return CampaignTemplate(wire: .http2(template), personalization: personalization)
             }
@@ -166,8 +166,8 @@ extension CampaignDescriptor {
     /// payload holds.
     /// - Throws: ``PayloadTemplateError`` when a personalized campaign's payload has no placeholder.
     func payloadTemplate() throws -> PayloadTemplate? {
-        guard self.personalized else { return nil }
-        guard let template = try PayloadTemplate(self.payload) else {
+        guard self.definition.personalized else { return nil }
+        guard let template = try PayloadTemplate(self.definition.payload) else {
             throw PayloadTemplateError("the personalized campaign \(self.id)'s payload has no placeholder")
         }
         return template
