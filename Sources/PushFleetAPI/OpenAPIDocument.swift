@@ -177,7 +177,7 @@ enum OpenAPIDocument {
             "parameters": [
               { "name": "token", "in": "path", "required": true, "schema": { "type": "string" } },
               { "name": "topic", "in": "query", "required": true, "schema": { "type": "string" } },
-              { "name": "environment", "in": "query", "schema": { "type": "string", "default": "production" } }
+              { "name": "environment", "in": "query", "schema": { "type": "string", "enum": ["production", "sandbox"], "default": "production" } }
             ],
             "responses": {
               "204": { "description": "Removed." },

@@ -186,7 +186,7 @@ private func run(_ bytes: [UInt8], chunk: Int, judge: Bool) -> ([String], String
             let withoutCertificate = unverified.validate(.init(fields: fields), bodyBytes: body, certificateVerified: false, now: 1_700_000_000, authenticated: &unverifiedAuthenticated)
             check(!unverifiedAuthenticated, "authenticated with no certificate and no keys")
             if let early = reference.requestLineVerdict() {
-                check(withoutCertificate == .rejected(status: early.0, reason: HTTP2Reason(rawValue: early.1), timestamp: nil), "without a certificate: \(withoutCertificate), expected \(early)")
+                check(withoutCertificate == .rejected(status: early.0, reason: RejectionReason(rawValue: early.1), timestamp: nil), "without a certificate: \(withoutCertificate), expected \(early)")
             } else if case .rejected(let status, let reason, _) = withoutCertificate {
                 check(status == 403 && ["MissingProviderToken", "InvalidProviderToken"].contains(reason.rawValue), "without a certificate: \(status) \(reason.rawValue)")
             } else {
