@@ -130,7 +130,10 @@ import Testing
             (request.streamID / 2) % 2 == 0 ? [.respond(status: 200)] : []
         }
         defer { Task { await server.stop() } }
-        let (sender, outcomes) = try HTTP2SenderFixture.sender(try HTTP2SenderFixture.configuration(server))
+        // The unanswered stay unanswered until the shutdown: on a loaded machine the waits below can
+        // outlast the usual 10 s answer timeout, which would give the connection up and send them
+        // again on streams this server does answer.
+        let (sender, outcomes) = try HTTP2SenderFixture.sender(try HTTP2SenderFixture.configuration(server, requestTimeout: .hours(1)))
         try await sender.send(HTTP2SenderFixture.notifications(20))
         // Wait until every request has reached the server.
         while server.requests.count < 20 { try await Task.sleep(for: .milliseconds(10)) }
