@@ -124,7 +124,7 @@ extension CampaignStore {
         let marks = rejections.compactMap { rejection -> TokenMark? in
             guard let status = TokenStatus(rejectionReason: rejection.reason) else { return nil }
             let since = rejection.apnsTimestampMilliseconds.map { Date(timeIntervalSince1970: Double($0) / 1000) } ?? now
-            return TokenMark(token: rejection.token, status: status, reason: rejection.reason.rawValue, since: since)
+            return TokenMark(token: rejection.token, status: status, reason: rejection.reason, since: since)
         }
         if !marks.isEmpty { try await self.mark(marks, app: app, on: connection) }
     }

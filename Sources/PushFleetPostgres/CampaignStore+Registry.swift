@@ -90,7 +90,7 @@ extension CampaignStore {
     /// registry does not know are added with that status (and `registered_at = since`). When one token
     /// appears more than once, its latest entry counts.
     public func markTokens(
-        _ tokens: [(token: DeviceToken, status: TokenStatus, reason: String, since: Date)], topic: String, environment: APNsEnvironment
+        _ tokens: [(token: DeviceToken, status: TokenStatus, reason: RejectionReason, since: Date)], topic: String, environment: APNsEnvironment
     ) async throws {
         guard !tokens.isEmpty else { return }
         try await self.withTransaction("mark registry tokens") { connection in

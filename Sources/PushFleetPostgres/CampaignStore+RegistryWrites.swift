@@ -6,7 +6,7 @@ import PushFleetCore
 struct TokenMark: Sendable {
     var token: DeviceToken
     var status: TokenStatus
-    var reason: String
+    var reason: RejectionReason
     var since: Date
 }
 
@@ -52,7 +52,7 @@ extension CampaignStore {
                 SELECT \(app), u.token, u.status, u.since,
                        CASE WHEN u.status = 'active' THEN NULL ELSE u.since END,
                        CASE WHEN u.status = 'active' THEN NULL ELSE u.reason END
-                FROM unnest(\(TokenArray(chunk.map(\.token))), \(chunk.map(\.status.rawValue)), \(chunk.map(\.reason)),
+                FROM unnest(\(TokenArray(chunk.map(\.token))), \(chunk.map(\.status.rawValue)), \(chunk.map(\.reason.rawValue)),
                             \(chunk.map(\.since))) AS u(token, status, reason, since)
                 ON CONFLICT (app_id, token) DO UPDATE SET
                     status = EXCLUDED.status,

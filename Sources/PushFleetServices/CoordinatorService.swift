@@ -496,7 +496,7 @@ public final class CoordinatorService: Sendable {
                 )
                 guard !tuples.isEmpty else { continue }
                 try await self.store.markTokens(
-                    tuples.map { (token: $0.token, status: .unregistered, reason: RejectionReason.unregistered.rawValue, since: Date(timeIntervalSince1970: TimeInterval($0.timestamp))) },
+                    tuples.map { (token: $0.token, status: .unregistered, reason: .unregistered, since: Date(timeIntervalSince1970: TimeInterval($0.timestamp))) },
                     topic: source.topic, environment: source.environment
                 )
                 self.logger.info("applied the feedback service", metadata: ["endpoint": "\(source.host):\(source.port)", "tokens": "\(tuples.count)"])

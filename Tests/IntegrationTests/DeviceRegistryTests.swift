@@ -104,7 +104,7 @@ import Testing
             let token = PostgresFixture.tokens(1)[0]
             let t0 = Date() - 86_400
             _ = try await Self.register(token, topic, to: user, at: t0, on: store)
-            try await store.markTokens([(token, .unregistered, "Unregistered", t0 + 100)], topic: topic, environment: .production)
+            try await store.markTokens([(token, .unregistered, .unregistered, t0 + 100)], topic: topic, environment: .production)
             #expect(try await store.activeTokens(of: .user(user), topic: topic, environment: .production) == [])
 
             let before = try await Self.register(token, topic, to: user, at: t0 + 50, on: store)

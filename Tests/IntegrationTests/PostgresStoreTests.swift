@@ -70,10 +70,10 @@ import Testing
             _ = try await store.importTokens([early, late], topic: topic, environment: .production, registeredAt: t0)
             try await store.markTokens(
                 [
-                    (token: early, status: .unregistered, reason: "Unregistered", since: t0 + 60),
+                    (token: early, status: .unregistered, reason: .unregistered, since: t0 + 60),
                     // APNs' verdict predates the registration: the token stays active.
-                    (token: late, status: .unregistered, reason: "Unregistered", since: t0 - 60),
-                    (token: unknown, status: .quarantined, reason: "BadDeviceToken", since: t0),
+                    (token: late, status: .unregistered, reason: .unregistered, since: t0 - 60),
+                    (token: unknown, status: .quarantined, reason: .badDeviceToken, since: t0),
                 ],
                 topic: topic, environment: .production
             )

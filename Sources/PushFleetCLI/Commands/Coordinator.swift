@@ -21,7 +21,7 @@ struct Coordinator: AsyncParsableCommand {
     @Option(help: "Topic whose tokens the feedback service reports.")
     var feedbackTopic: String?
 
-    @Option(help: "Environment of the feedback service: production or sandbox. (default: production)", transform: { try APNsEnvironment(parsing: $0, name: "--feedback-environment") })
+    @Option(help: "Environment of the feedback service: production or sandbox. (default: production)", transform: APNsEnvironment.option("--feedback-environment"))
     var feedbackEnvironment: APNsEnvironment = .production
 
     @Option(help: "Seconds between two polls of the feedback service.")

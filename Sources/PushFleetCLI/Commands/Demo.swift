@@ -26,7 +26,7 @@ struct Demo: AsyncParsableCommand {
     @Option(help: "Tokens in the campaign.")
     var tokens: Int = 1_000_000
 
-    @Option(help: "http2 (token auth) or binary. (default: http2)", transform: DeliveryProtocol.option)
+    @Option(help: "http2 (token auth) or binary. (default: http2)", transform: DeliveryProtocol.option("--protocol"))
     var `protocol`: DeliveryProtocol = .http2
 
     @Option(help: "Worker processes.")

@@ -17,7 +17,7 @@ struct Send: AsyncParsableCommand {
             """
     )
 
-    @Option(help: "binary (the legacy protocol) or http2 (the provider API). (default: binary)", transform: DeliveryProtocol.option)
+    @Option(help: "binary (the legacy protocol) or http2 (the provider API). (default: binary)", transform: DeliveryProtocol.option("--protocol"))
     var `protocol`: DeliveryProtocol = .binary
 
     @Option(help: "Token file, one hex token per line ('-' for standard input).")
@@ -26,7 +26,7 @@ struct Send: AsyncParsableCommand {
     @Option(help: "The payload: JSON text, or @FILE.")
     var payload: String
 
-    @Option(help: "production or sandbox: picks Apple's gateway when --endpoint is not given. (default: production)", transform: APNsEnvironment.option)
+    @Option(help: "production or sandbox: picks Apple's gateway when --endpoint is not given. (default: production)", transform: APNsEnvironment.option("--environment"))
     var environment: APNsEnvironment = .production
 
     @Option(help: "Gateway HOST:PORT, e.g. a mock-apns.")

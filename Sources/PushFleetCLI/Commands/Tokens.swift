@@ -18,7 +18,7 @@ struct Tokens: AsyncParsableCommand {
         @Option(help: "The app's bundle ID.")
         var topic: String
 
-        @Option(help: "production or sandbox.", transform: APNsEnvironment.option)
+        @Option(help: "production or sandbox.", transform: APNsEnvironment.option("--environment"))
         var environment: APNsEnvironment
 
         @OptionGroup var state: StateOptions

@@ -22,10 +22,10 @@ struct Worker: AsyncParsableCommand {
     @Option(help: "The app's bundle ID (the APNs topic).")
     var topic: String
 
-    @Option(help: "production or sandbox. (default: production)", transform: APNsEnvironment.option)
+    @Option(help: "production or sandbox. (default: production)", transform: APNsEnvironment.option("--environment"))
     var environment: APNsEnvironment = .production
 
-    @Option(help: "http2 (the provider API APNs speaks today) or binary (the legacy protocol). (default: http2)", transform: DeliveryProtocol.option)
+    @Option(help: "http2 (the provider API APNs speaks today) or binary (the legacy protocol). (default: http2)", transform: DeliveryProtocol.option("--protocol"))
     var `protocol`: DeliveryProtocol = .http2
 
     @Option(help: "Gateway HOST:PORT instead of Apple's (e.g. a mock-apns).")

@@ -10,7 +10,7 @@ struct NotificationOptions: ParsableArguments {
     @Option(help: "The payload: JSON text, or @FILE. (`launch --variant` gives one per variant instead.)")
     var payload: String?
 
-    @Option(help: "production or sandbox. (default: production)", transform: APNsEnvironment.option)
+    @Option(help: "production or sandbox. (default: production)", transform: APNsEnvironment.option("--environment"))
     var environment: APNsEnvironment = .production
 
     @Option(help: "apns-push-type: alert, background, voip, …")
@@ -25,7 +25,7 @@ struct NotificationOptions: ParsableArguments {
     @Option(help: "apns-collapse-id, so a re-send shows once (at most 64 bytes).")
     var collapseId: String?
 
-    @Option(help: "http2 or binary: the payload limit and token size to check against. (default: http2)", transform: DeliveryProtocol.option)
+    @Option(help: "http2 or binary: the payload limit and token size to check against. (default: http2)", transform: DeliveryProtocol.option("--protocol"))
     var `protocol`: DeliveryProtocol = .http2
 
     func validate() throws {
