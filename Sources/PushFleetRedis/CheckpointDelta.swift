@@ -1,3 +1,5 @@
+public import PushFleetCore
+
 /// What a shard's holder reports in one checkpoint: outcomes since its previous checkpoint.
 public struct CheckpointDelta: Hashable, Sendable {
     /// Numbers the holder's checkpoints, from 1. A checkpoint repeated after an unanswered call keeps

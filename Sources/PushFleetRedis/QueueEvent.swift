@@ -1,3 +1,5 @@
+public import PushFleetCore
+
 /// One entry of `pf:{C}:events`, read by the coordinator with ``CampaignQueue/events(campaign:after:count:)``.
 public enum QueueEvent: Hashable, Sendable {
     /// APNs refused these tokens of `shard`, in the order its holder checkpointed them: one entry per

@@ -37,10 +37,8 @@ final class FleetMetrics: Sendable {
             switch outcome {
             case .accepted: accepted += 1
             case .rejected(_, let rejection): others[ReasonKey(outcome: "rejected", reason: rejection.reason.rawValue), default: 0] += 1
-            case .deferred(_, let request):
-                // "InvalidProviderToken (HTTP 403)": the reason is the first word.
-                let reason = request.reason.prefix { $0 != " " }
-                others[ReasonKey(outcome: "deferred", reason: String(reason)), default: 0] += 1
+            case .refused(_, _, let refusal):
+                others[ReasonKey(outcome: "deferred", reason: refusal.reason.rawValue), default: 0] += 1
             }
         }
         if accepted > 0 { self.accepted.increment(by: Int64(accepted)) }

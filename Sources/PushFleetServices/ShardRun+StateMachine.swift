@@ -157,8 +157,8 @@ extension ShardRun {
                     self.settle(tag: tag, rejection: nil)
                 case .rejected(let tag, let rejection):
                     self.settle(tag: tag, rejection: rejection)
-                case .deferred(let tag, let reason):
-                    self.defer(tag: tag, reason: reason)
+                case .refused(let tag, _, let refusal):
+                    self.defer(tag: tag, reason: PauseRequest(reason: refusal.description, isOutage: refusal.isOutage))
                 }
             }
             return self.next(now: now)

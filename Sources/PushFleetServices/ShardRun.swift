@@ -1,6 +1,5 @@
 import CoreMetrics
 import Logging
-import NIOCore
 import PushFleetCore
 import PushFleetRedis
 import Synchronization
@@ -111,9 +110,7 @@ struct ShardRun {
                 self.slot.halt()
                 action = self.machine.channelHalted(now: .now)
             case .extendWriteDeadline(let until):
-                let left = until - ContinuousClock.now
-                let nanoseconds = Int64(left.components.seconds) * 1_000_000_000 + left.components.attoseconds / 1_000_000_000
-                self.slot.setDeadline(.now() + .nanoseconds(nanoseconds), for: self.run)
+                self.slot.setDeadline(until, for: self.run)
                 action = self.machine.writeDeadlineExtended(now: .now)
             case .collectRepeats(let fresh):
                 let repeats = await self.slot.takeRepeats(fresh: fresh)

@@ -1,3 +1,5 @@
+import PushFleetCore
+
 /// What a shard run reacts to: outcomes from the slot's channel, progress of its feeder, a clock
 /// tick, and the slot giving its channel up.
 enum SlotInput: Sendable {

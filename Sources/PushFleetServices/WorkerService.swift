@@ -1,6 +1,7 @@
 import CoreMetrics
 import Foundation
 public import Logging
+public import APNSTransport
 public import PushFleetRedis
 import APNSWire
 import PushFleetCore

@@ -65,7 +65,7 @@ import FoundationNetworking
         #expect(on == 200 && body["outage"] as? Int == 503)
         let (during, _) = try await HTTP2SenderFixture.run(HTTP2SenderFixture.notifications(3), with: configuration)
         #expect(during.accepted.isEmpty)
-        #expect(during.rejected.map(\.1) == Array(repeating: HTTP2Rejection(status: 503, reason: .serviceUnavailable), count: 3))
+        #expect(during.rejected.map(\.1) == Array(repeating: HTTP2Outcomes.Answer.refused(.serviceUnavailable, status: 503), count: 3))
         #expect(fixture.ledger.snapshot().accepted == 0)
 
         #expect(try await self.request("DELETE", "/outage", port: port).0 == 200)

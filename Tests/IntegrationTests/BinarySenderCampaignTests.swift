@@ -19,7 +19,7 @@ import Testing
 
     struct Outcome {
         var accepted: [DeviceToken: Int] = [:]
-        var rejected: [DeviceToken: [BinaryStatus]] = [:]
+        var rejected: [DeviceToken: [RejectionReason]] = [:]
         var statistics = BinarySender.Statistics()
         var unsettled = 0
     }
@@ -35,10 +35,13 @@ import Testing
                     let sender = BinarySender(configuration: configuration, eventLoop: MultiThreadedEventLoopGroup.singleton.next(), logger: quietLogger)
                     let collector = Task {
                         var outcome = Outcome()
-                        for await event in sender.events {
-                            switch event {
-                            case .accepted(let batch): for n in batch { outcome.accepted[n.token, default: 0] += 1 }
-                            case .rejected(let n, let status): outcome.rejected[n.token, default: []].append(status)
+                        for await outcomes in sender.events {
+                            for event in outcomes {
+                                switch event {
+                                case .accepted(let tag): outcome.accepted[notifications[Int(tag)].token, default: 0] += 1
+                                case .rejected(_, let rejection): outcome.rejected[rejection.token, default: []].append(rejection.reason)
+                                case .refused(_, let token, let refusal): outcome.rejected[token, default: []].append(refusal.reason)
+                                }
                             }
                         }
                         return outcome

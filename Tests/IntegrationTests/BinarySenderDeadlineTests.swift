@@ -14,7 +14,7 @@ import Testing
         defer { Task { await fixture.stop() } }
         let sender = BinarySender(configuration: try fixture.senderConfiguration(), eventLoop: MultiThreadedEventLoopGroup.singleton.next(), logger: quietLogger)
         let payload = try APSPayload(alert: .text("hi")).payload(for: .binaryFrame)
-        sender.setWriteDeadline(.now() - .seconds(1))
+        sender.setWriteDeadline(.now - .seconds(1))
         try await sender.send((0..<300).map { BinaryNotification(token: TestTokens.token($0), payload: payload, tag: UInt64($0)) })
 
         // Long enough to connect and write many batches, had the deadline not held them back.
@@ -22,7 +22,7 @@ import Testing
         #expect(fixture.ledger.snapshot().accepted == 0)
         #expect(await sender.statistics().framesWritten == 0)
 
-        sender.setWriteDeadline(.now() + .seconds(60))
+        sender.setWriteDeadline(.now + .seconds(60))
         await sender.flush()
         #expect(fixture.ledger.snapshot().accepted == 300)
         #expect(await sender.shutdown().isEmpty)

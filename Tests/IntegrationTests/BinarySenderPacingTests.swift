@@ -23,7 +23,7 @@ import Testing
         )
         let accepted = Task {
             var count = 0
-            for await event in sender.events { if case .accepted(let batch) = event { count += batch.count } }
+            for await outcomes in sender.events { count += outcomes.count { if case .accepted = $0 { true } else { false } } }
             return count
         }
         #expect(sender.framesWanted == 100)  // one batch until a round has been measured

@@ -8,11 +8,33 @@ import PushFleetTestSupport
 
 /// What an ``HTTP2Sender`` reported, gathered until its events finish.
 struct HTTP2Outcomes {
-    var accepted: [HTTP2Notification] = []
-    var rejected: [(HTTP2Notification, HTTP2Rejection)] = []
+    /// A final answer other than 200: the token's rejection, or a refusal of the provider.
+    enum Answer: Equatable {
+        case rejected(RejectionReason, timestamp: Int64? = nil)
+        case refused(RejectionReason, status: Int)
 
-    func rejection(of token: DeviceToken) -> HTTP2Rejection? {
-        self.rejected.first { $0.0.token == token }?.1
+        var reason: RejectionReason {
+            switch self {
+            case .rejected(let reason, _), .refused(let reason, _): return reason
+            }
+        }
+    }
+
+    /// The `.accepted` outcomes.
+    var accepted: [DeliveryOutcome] = []
+    var rejected: [(DeviceToken, Answer)] = []
+
+    func rejection(of token: DeviceToken) -> Answer? {
+        self.rejected.first { $0.0 == token }?.1
+    }
+
+    mutating func add(_ outcome: DeliveryOutcome) {
+        switch outcome {
+        case .accepted: self.accepted.append(outcome)
+        case .rejected(_, let rejection):
+            self.rejected.append((rejection.token, .rejected(rejection.reason, timestamp: rejection.timestampMilliseconds)))
+        case .refused(_, let token, let refusal): self.rejected.append((token, .refused(refusal.reason, status: refusal.status)))
+        }
     }
 }
 
@@ -90,12 +112,7 @@ enum HTTP2SenderFixture {
         let outcomes = Task {
             var outcomes = HTTP2Outcomes()
             for await batch in sender.events {
-                for event in batch {
-                    switch event {
-                    case .accepted(let notification): outcomes.accepted.append(notification)
-                    case .rejected(let notification, let rejection): outcomes.rejected.append((notification, rejection))
-                    }
-                }
+                for outcome in batch { outcomes.add(outcome) }
             }
             return outcomes
         }

@@ -62,12 +62,12 @@ import Testing
         let (outcomes, statistics) = try await HTTP2SenderFixture.run(notifications, with: try HTTP2SenderFixture.configuration(server))
 
         #expect(outcomes.accepted.map(\.tag) == [6])
-        #expect(outcomes.rejection(of: notifications[0].token) == HTTP2Rejection(status: 400, reason: .badDeviceToken))
-        #expect(outcomes.rejection(of: notifications[1].token) == HTTP2Rejection(status: 403, reason: .forbidden))
-        #expect(outcomes.rejection(of: notifications[2].token) == HTTP2Rejection(status: 404, reason: .badPath))
-        #expect(outcomes.rejection(of: notifications[3].token) == HTTP2Rejection(status: 405, reason: .methodNotAllowed))
-        #expect(outcomes.rejection(of: notifications[4].token) == HTTP2Rejection(status: 410, reason: .unregistered, timestamp: 1_700_000_000_123))
-        #expect(outcomes.rejection(of: notifications[5].token) == HTTP2Rejection(status: 413, reason: .payloadTooLarge))
+        #expect(outcomes.rejection(of: notifications[0].token) == .rejected(.badDeviceToken))
+        #expect(outcomes.rejection(of: notifications[1].token) == .refused(.forbidden, status: 403))
+        #expect(outcomes.rejection(of: notifications[2].token) == .refused(.badPath, status: 404))
+        #expect(outcomes.rejection(of: notifications[3].token) == .refused(.methodNotAllowed, status: 405))
+        #expect(outcomes.rejection(of: notifications[4].token) == .rejected(.unregistered, timestamp: 1_700_000_000_123))
+        #expect(outcomes.rejection(of: notifications[5].token) == .rejected(.payloadTooLarge))
         #expect(server.requests.count == 7)  // final: none sent twice
         #expect(statistics.rejected == 6 && statistics.retries == 0)
     }
@@ -115,7 +115,7 @@ import Testing
             notifications, with: try HTTP2SenderFixture.configuration(server, maximumAttempts: 3)
         )
         #expect(outcomes.accepted.isEmpty)
-        #expect(outcomes.rejection(of: notifications[0].token) == HTTP2Rejection(status: 500, reason: .internalServerError))
+        #expect(outcomes.rejection(of: notifications[0].token) == .refused(.internalServerError, status: 500))
         #expect(server.requests.count == 3)
         #expect(statistics.retries == 2 && statistics.rejected == 1)
         // Three 500s in a row on one connection: it is replaced.

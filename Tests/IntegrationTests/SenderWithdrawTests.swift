@@ -24,12 +24,7 @@ import Testing
         let sender = BinarySender(configuration: try fixture.senderConfiguration(), eventLoop: MultiThreadedEventLoopGroup.singleton.next(), logger: quietLogger)
         let events = Task {
             var tags: [UInt64] = []
-            for await event in sender.events {
-                switch event {
-                case .accepted(let notifications): tags += notifications.map(\.tag)
-                case .rejected(let notification, _): tags.append(notification.tag)
-                }
-            }
+            for await outcomes in sender.events { tags += outcomes.map(\.tag) }
             return tags
         }
         let payload = try APSPayload(alert: .text("hi")).payload(for: .binaryFrame)
@@ -41,7 +36,7 @@ import Testing
         // Run A is written and proven; then writing stops and B and C wait in the queue.
         try await sender.send(a)
         await sender.flush()
-        sender.setWriteDeadline(.now() - .seconds(1))
+        sender.setWriteDeadline(.now - .seconds(1))
         try await sender.send(b)
         try await sender.send(c)
         let withdrawn = await sender.withdraw { $0.tag & Self.mask == Self.runB }
@@ -68,7 +63,7 @@ import Testing
 
         try await sender.send(a)
         await sender.flush()
-        sender.setWriteDeadline(.now() - .seconds(1))
+        sender.setWriteDeadline(.now - .seconds(1))
         try await sender.send(b)
         try await sender.send(c)
         let withdrawn = await sender.withdraw { $0.tag & Self.mask == Self.runB }
@@ -115,7 +110,7 @@ import Testing
         let written = HTTP2Notification(token: first, tag: Self.runB, template: HTTP2SenderFixture.template)
         try await sender.send([written])
         while server.requests.isEmpty { try await Task.sleep(for: .milliseconds(10)) }
-        sender.setWriteDeadline(.now() - .seconds(1))
+        sender.setWriteDeadline(.now - .seconds(1))
         while await sender.statistics().retries == 0 { try await Task.sleep(for: .milliseconds(10)) }
         guard await sender.statistics().requestsWritten == 1 else {
             sender.setWriteDeadline(nil)

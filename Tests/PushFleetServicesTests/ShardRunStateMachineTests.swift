@@ -175,8 +175,8 @@ struct ShardRunStateMachineTests {
 
     // MARK: - Provider-level refusals
 
-    static func deferred(_ position: Int, _ reason: String = "InvalidProviderToken (HTTP 403)") -> ArraySlice<DeliveryOutcome> {
-        [.deferred(tag: run | UInt64(position), PauseRequest(reason: reason, isOutage: false))]
+    static func deferred(_ position: Int, _ reason: RejectionReason = .invalidProviderToken) -> ArraySlice<DeliveryOutcome> {
+        [.refused(tag: run | UInt64(position), token: rejection(position).token, ProviderRefusal(reason: reason, status: 403, isOutage: false))]
     }
 
     @Test func aProviderLevelRefusalPausesTheCampaignAndCountsNothing() {
@@ -190,7 +190,7 @@ struct ShardRunStateMachineTests {
         #expect(machine.withdrawn([], now: Self.at(3)) == .none)
         // The rest of what was written comes back: one more refusal (asked for once), an
         // acceptance and a rejection above the refused position.
-        #expect(machine.outcomes(Self.deferred(3, "Forbidden (HTTP 403)"), now: Self.at(4)) == .none)
+        #expect(machine.outcomes(Self.deferred(3, .forbidden), now: Self.at(4)) == .none)
         #expect(machine.outcomes(Self.accepted(4), now: Self.at(4)) == .none)
         #expect(machine.outcomes(Self.rejected(5), now: Self.at(5)) == .collectRepeats(fresh: true))
         // Only what lies below the first refusal is counted; 4 and 5 go out again after the

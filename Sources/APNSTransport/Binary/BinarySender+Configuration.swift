@@ -61,14 +61,6 @@ extension BinarySender {
         }
     }
 
-    /// What became of notifications, reported in the order it became known.
-    public enum Event: Sendable {
-        /// The gateway accepted these (proven by an error response naming a later frame).
-        case accepted([BinaryNotification])
-        /// The gateway rejected this one with this status.
-        case rejected(BinaryNotification, BinaryStatus)
-    }
-
     /// Counters since the sender was made.
     public struct Statistics: Hashable, Sendable {
         /// Frames written to a connection, re-sends included.

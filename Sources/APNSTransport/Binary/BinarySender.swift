@@ -1,6 +1,7 @@
 public import APNSWire
 public import Logging
 public import NIOCore
+public import PushFleetCore
 import Synchronization
 
 /// Sends notifications over one long-lived connection of the legacy binary provider protocol.
@@ -19,10 +20,10 @@ import Synchronization
 /// by ``Configuration/confirmEvery``.
 ///
 /// All state lives on one event loop; the methods may be called from any task.
-public final class BinarySender: Sendable {
+public final class BinarySender: NotificationSender {
     public let configuration: Configuration
     /// Outcomes, in the order they became known. Finishes after ``shutdown()``.
-    public let events: AsyncStream<Event>
+    public let events: AsyncStream<[DeliveryOutcome]>
     private let core: NIOLoopBoundBox<BinarySenderCore>
     private let eventLoop: any EventLoop
     private let pacing = FramesWanted()
@@ -36,7 +37,7 @@ public final class BinarySender: Sendable {
     public init(configuration: Configuration, eventLoop: any EventLoop, logger: Logger = Logger(label: "pushfleet.binary-sender")) {
         self.configuration = configuration
         self.eventLoop = eventLoop
-        let (events, continuation) = AsyncStream.makeStream(of: Event.self)
+        let (events, continuation) = AsyncStream.makeStream(of: [DeliveryOutcome].self)
         self.events = events
         var logger = logger
         logger[metadataKey: "apns.endpoint"] = "\(configuration.host):\(configuration.port)"
@@ -64,7 +65,7 @@ public final class BinarySender: Sendable {
     /// after every checkpoint that renewed the lease. A process frozen past its lease (SIGSTOP, a
     /// long pause) then writes nothing more when it resumes, until its next checkpoint either
     /// renews the lease or reports it lost.
-    public func setWriteDeadline(_ deadline: NIODeadline?) {
+    public func setWriteDeadline(_ deadline: ContinuousClock.Instant?) {
         self.eventLoop.execute { self.core.value.setWriteDeadline(deadline) }
     }
 
@@ -83,6 +84,19 @@ public final class BinarySender: Sendable {
     /// A reading of the counters.
     public func statistics() async -> Statistics {
         await self.eventLoop.suspend { $0.resume(returning: self.core.value.statistics) }
+    }
+
+    /// A proof round holds only the frames the sender has been given: enough of them that writing
+    /// outlasts the wait for each proof (``framesWanted``).
+    public var notificationsWanted: Int? { self.framesWanted }
+
+    public func totals() async -> SenderTotals {
+        let statistics = await self.statistics()
+        var totals = SenderTotals()
+        totals.connectionsOpened = statistics.connectionsOpened
+        totals.requestTimeouts = statistics.confirmationTimeouts
+        totals.resent = statistics.framesResentAfterSilentClose
+        return totals
     }
 
     /// Closes the connection and returns, in order, every notification not yet accepted or rejected:

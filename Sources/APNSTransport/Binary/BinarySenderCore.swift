@@ -30,7 +30,7 @@ final class BinarySenderCore {
 
     private let configuration: BinarySender.Configuration
     private let eventLoop: any EventLoop
-    private let events: AsyncStream<BinarySender.Event>.Continuation
+    private let events: AsyncStream<[DeliveryOutcome]>.Continuation
     private let logger: Logger
     private let encoder = BinaryFrameEncoder()
     private let sslContext: Result<NIOSSLContext, any Error>
@@ -59,11 +59,10 @@ final class BinarySenderCore {
     private var sentinelWritten: NIODeadline?
     private var writeScheduled = false
     /// No frame is written at or after this time (the worker's lease, by its own clock).
-    private var writeDeadline: NIODeadline?
+    private var writeDeadline: ContinuousClock.Instant?
     private var lingerTimer: Scheduled<Void>?
     private var proofTimer: Scheduled<Void>?
-    private var capacityWaiters: Deque<CheckedContinuation<Void, any Error>> = []
-    private var flushWaiters: [CheckedContinuation<Void, Never>] = []
+    private var waiters: SenderWaiters
     private(set) var statistics = BinarySender.Statistics()
     private let metrics = TransportMetrics.binary
     /// Counters of error responses, by status: made once each.
@@ -72,7 +71,7 @@ final class BinarySenderCore {
     init(
         configuration: BinarySender.Configuration,
         eventLoop: any EventLoop,
-        events: AsyncStream<BinarySender.Event>.Continuation,
+        events: AsyncStream<[DeliveryOutcome]>.Continuation,
         framesWanted: FramesWanted,
         logger: Logger
     ) {
@@ -84,6 +83,7 @@ final class BinarySenderCore {
         self.roundLimit = configuration.confirmEvery
         self.pacer = BinaryRoundPacer(bound: configuration.confirmEvery, minimum: configuration.batchSize)
         self.framesWanted = framesWanted
+        self.waiters = SenderWaiters(limit: configuration.maximumQueued)
         framesWanted.value.store(self.pacer.framesWanted, ordering: .relaxed)
     }
 
@@ -95,16 +95,12 @@ final class BinarySenderCore {
             return
         }
         self.queue.append(contentsOf: notifications)
-        if self.queue.count < self.configuration.maximumQueued {
-            continuation.resume()
-        } else {
-            self.capacityWaiters.append(continuation)
-        }
+        self.waiters.admit(continuation, waiting: self.queue.count)
         self.connectIfNeeded()
         self.scheduleWrite()
     }
 
-    func setWriteDeadline(_ deadline: NIODeadline?) {
+    func setWriteDeadline(_ deadline: ContinuousClock.Instant?) {
         self.writeDeadline = deadline
         self.scheduleWrite()
         if self.queue.isEmpty { self.scheduleLinger() }
@@ -112,15 +108,13 @@ final class BinarySenderCore {
 
     private var mayWrite: Bool {
         guard let deadline = self.writeDeadline else { return true }
-        return NIODeadline.now() < deadline
+        return ContinuousClock.now < deadline
     }
 
+    private var isIdle: Bool { self.queue.isEmpty && self.window.isEmpty }
+
     func whenFlushed(_ continuation: CheckedContinuation<Void, Never>) {
-        if self.queue.isEmpty && self.window.isEmpty {
-            continuation.resume()
-        } else {
-            self.flushWaiters.append(continuation)
-        }
+        self.waiters.flush(continuation, idle: self.isIdle)
     }
 
     func shutdown() -> [BinaryNotification] {
@@ -137,10 +131,7 @@ final class BinarySenderCore {
         let remaining = self.window.connectionLost().compactMap { $0 } + Array(self.queue)
         self.queue.removeAll()
         self.writtenAtFront = 0
-        let error = TransportError.senderClosed(host: self.configuration.host, port: self.configuration.port)
-        while let waiter = self.capacityWaiters.popFirst() { waiter.resume(throwing: error) }
-        for waiter in self.flushWaiters { waiter.resume() }
-        self.flushWaiters.removeAll()
+        self.waiters.close(TransportError.senderClosed(host: self.configuration.host, port: self.configuration.port))
         self.events.finish()
         return remaining
     }
@@ -265,16 +256,16 @@ final class BinarySenderCore {
                 metadata: ["status": "\(response.status)", "identifier": "\(response.identifier)"]
             )
         }
-        let accepted = resolution.accepted.compactMap { $0 }
-        self.report(accepted: accepted)
+        var outcomes = self.accept(resolution.accepted.compactMap { $0 })
         // A rejected sentinel (nil) is the proof we asked for, not a notification's outcome.
         if let rejected = resolution.rejected, let notification = rejected {
             self.statistics.rejected += 1
-            self.events.yield(.rejected(notification, response.status))
+            outcomes.append(.rejected(tag: notification.tag, Rejection(token: notification.token, reason: response.status.reason)))
             self.roundLimit = max(self.configuration.batchSize, self.roundLimit / 2)
         } else if resolution.identifierMatched && resolution.resend.isEmpty {
             self.roundLimit = min(self.configuration.confirmEvery, self.roundLimit * 2)
         }
+        if !outcomes.isEmpty { self.events.yield(outcomes) }
         if resolution.identifierMatched { self.failedAttempts = 0 }
         self.requeue(resolution.resend.compactMap { $0 })
         channel.close(promise: nil)
@@ -422,20 +413,14 @@ final class BinarySenderCore {
 
     // MARK: - Reporting
 
-    private func report(accepted: [BinaryNotification]) {
-        guard !accepted.isEmpty else { return }
-        self.statistics.accepted += accepted.count
-        self.events.yield(.accepted(accepted))
+    /// Counts `notifications` as accepted and returns their outcomes, for the caller to report.
+    private func accept(_ notifications: [BinaryNotification]) -> [DeliveryOutcome] {
+        self.statistics.accepted += notifications.count
+        return notifications.map { .accepted(tag: $0.tag) }
     }
 
+
     private func resumeWaiters() {
-        while self.queue.count < self.configuration.maximumQueued, let waiter = self.capacityWaiters.popFirst() {
-            waiter.resume()
-        }
-        if self.queue.isEmpty && self.window.isEmpty && !self.flushWaiters.isEmpty {
-            let waiters = self.flushWaiters
-            self.flushWaiters.removeAll()
-            for waiter in waiters { waiter.resume() }
-        }
+        self.waiters.resume(waiting: self.queue.count, idle: self.isIdle)
     }
 }

@@ -109,14 +109,6 @@ extension HTTP2Sender {
         }
     }
 
-    /// What became of a notification. ``HTTP2Sender/events`` delivers them in batches.
-    public enum Event: Sendable {
-        /// APNs answered 200.
-        case accepted(HTTP2Notification)
-        /// APNs' final answer was this rejection (for a retryable one: after ``Configuration/maximumAttempts``).
-        case rejected(HTTP2Notification, HTTP2Rejection)
-    }
-
     /// Counters since the sender was made.
     public struct Statistics: Hashable, Sendable {
         public var accepted = 0

@@ -1,6 +1,7 @@
 public import APNSWire
 public import Logging
 public import NIOCore
+public import PushFleetCore
 
 /// Sends notifications to APNs over the HTTP/2 provider API: a pool of long-lived TLS connections,
 /// each kept busy up to the server's stream limit.
@@ -16,12 +17,13 @@ public import NIOCore
 /// in ``Statistics/resentAfterConnectionLoss``.
 ///
 /// All state lives on one event loop; the methods may be called from any task.
-public final class HTTP2Sender: Sendable {
+public final class HTTP2Sender: NotificationSender {
     public let configuration: Configuration
     /// Outcomes, in the order they became known: one batch per read of a connection (however
     /// many answers it held, accepted and rejected mixed), so a stale audience costs no more
-    /// hand-offs than a clean one. Finishes after ``shutdown()``.
-    public let events: AsyncStream<[Event]>
+    /// hand-offs than a clean one. A final answer about the provider or APNs rather than the
+    /// token (``HTTP2Rejection/isProviderLevel``) is reported as a refusal. Finishes after ``shutdown()``.
+    public let events: AsyncStream<[DeliveryOutcome]>
     private let core: NIOLoopBoundBox<HTTP2SenderCore>
     private let eventLoop: any EventLoop
 
@@ -30,7 +32,7 @@ public final class HTTP2Sender: Sendable {
         self.configuration = configuration
         self.eventLoop = eventLoop
         let tls = try configuration.tls.makeConfiguration(applicationProtocols: ["h2"])
-        let (events, continuation) = AsyncStream.makeStream(of: [Event].self)
+        let (events, continuation) = AsyncStream.makeStream(of: [DeliveryOutcome].self)
         self.events = events
         var logger = logger
         logger[metadataKey: "apns.endpoint"] = "\(configuration.host):\(configuration.port)"
@@ -56,7 +58,7 @@ public final class HTTP2Sender: Sendable {
 
     /// Opens no stream at or after `deadline` until a later one is set; `nil` (the default) never stops.
     /// Streams already open still get their answers. A worker sets this to the end of its shard lease.
-    public func setWriteDeadline(_ deadline: NIODeadline?) {
+    public func setWriteDeadline(_ deadline: ContinuousClock.Instant?) {
         self.eventLoop.execute { self.core.value.setWriteDeadline(deadline) }
     }
 
@@ -76,6 +78,19 @@ public final class HTTP2Sender: Sendable {
     /// A reading of the counters.
     public func statistics() async -> Statistics {
         await self.eventLoop.suspend { $0.resume(returning: self.core.value.currentStatistics) }
+    }
+
+    /// Answers come per request: the configured shards keep the streams full.
+    public var notificationsWanted: Int? { nil }
+
+    public func totals() async -> SenderTotals {
+        let statistics = await self.statistics()
+        var totals = SenderTotals()
+        totals.connectionsOpened = statistics.connectionsOpened
+        totals.requestTimeouts = statistics.requestTimeouts
+        totals.resent = statistics.resentAfterConnectionLoss
+        totals.retried = statistics.retries
+        return totals
     }
 
     /// Closes every connection and returns every notification not yet accepted or rejected: those

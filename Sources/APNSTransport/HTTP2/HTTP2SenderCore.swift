@@ -26,7 +26,7 @@ final class HTTP2SenderCore {
 
     private let configuration: HTTP2Sender.Configuration
     private let eventLoop: any EventLoop
-    private let events: AsyncStream<[HTTP2Sender.Event]>.Continuation
+    private let events: AsyncStream<[DeliveryOutcome]>.Continuation
     private let logger: Logger
     private let sslContext: NIOSSLContext
     private let signer: ProviderTokenSigner?
@@ -46,12 +46,11 @@ final class HTTP2SenderCore {
     private var poolStart: NIODeadline?
     private var isShutdown = false
     private var fillScheduled = false
-    private var writeDeadline: NIODeadline?
+    private var writeDeadline: ContinuousClock.Instant?
     /// Outcomes not yet handed to ``HTTP2Sender/events``: a batch per read.
-    private var outcomes: [HTTP2Sender.Event] = []
+    private var outcomes: [DeliveryOutcome] = []
     private var emitScheduled = false
-    private var capacityWaiters: Deque<CheckedContinuation<Void, any Error>> = []
-    private var flushWaiters: [CheckedContinuation<Void, Never>] = []
+    private var waiters: SenderWaiters
     private var statistics = HTTP2Sender.Statistics()
     private let metrics = TransportMetrics.http2
     /// Counters of answers other than 200, by status: made once each.
@@ -61,7 +60,7 @@ final class HTTP2SenderCore {
         configuration: HTTP2Sender.Configuration,
         tls: TLSConfiguration,
         eventLoop: any EventLoop,
-        events: AsyncStream<[HTTP2Sender.Event]>.Continuation,
+        events: AsyncStream<[DeliveryOutcome]>.Continuation,
         logger: Logger
     ) throws {
         self.configuration = configuration
@@ -78,6 +77,7 @@ final class HTTP2SenderCore {
         self.authority = configuration.port == 443 ? hostname : "\(hostname):\(configuration.port)"
         self.slots = Array(repeating: nil, count: configuration.connections)
         self.slotFailures = Array(repeating: 0, count: configuration.connections)
+        self.waiters = SenderWaiters(limit: configuration.maximumQueued)
     }
 
     var currentStatistics: HTTP2Sender.Statistics {
@@ -94,26 +94,18 @@ final class HTTP2SenderCore {
             return
         }
         self.queue.append(contentsOf: notifications.lazy.map { Pending(notification: $0, failures: 0) })
-        if self.waiting < self.configuration.maximumQueued {
-            continuation.resume()
-        } else {
-            self.capacityWaiters.append(continuation)
-        }
+        self.waiters.admit(continuation, waiting: self.waiting)
         self.openConnectionsIfNeeded()
         self.scheduleFill()
     }
 
-    func setWriteDeadline(_ deadline: NIODeadline?) {
+    func setWriteDeadline(_ deadline: ContinuousClock.Instant?) {
         self.writeDeadline = deadline
         self.scheduleFill()
     }
 
     func whenFlushed(_ continuation: CheckedContinuation<Void, Never>) {
-        if self.isIdle || self.isShutdown {
-            continuation.resume()
-        } else {
-            self.flushWaiters.append(continuation)
-        }
+        self.waiters.flush(continuation, idle: self.isIdle || self.isShutdown)
     }
 
     func shutdown() -> [HTTP2Notification] {
@@ -139,10 +131,7 @@ final class HTTP2SenderCore {
         }
         self.delayed.removeAll()
         self.emitOutcomes()
-        let error = TransportError.senderClosed(host: self.configuration.host, port: self.configuration.port)
-        while let waiter = self.capacityWaiters.popFirst() { waiter.resume(throwing: error) }
-        for waiter in self.flushWaiters { waiter.resume() }
-        self.flushWaiters.removeAll()
+        self.waiters.close(TransportError.senderClosed(host: self.configuration.host, port: self.configuration.port))
         self.events.finish()
         return remaining
     }
@@ -168,7 +157,7 @@ final class HTTP2SenderCore {
 
     private var mayWrite: Bool {
         guard let deadline = self.writeDeadline else { return true }
-        return NIODeadline.now() < deadline
+        return ContinuousClock.now < deadline
     }
 
     // MARK: - Connecting
@@ -296,7 +285,7 @@ final class HTTP2SenderCore {
         switch HTTP2Verdict.classify(status: status, body: body) {
         case .accepted:
             self.statistics.accepted += 1
-            self.outcomes.append(.accepted(pending.notification))
+            self.outcomes.append(.accepted(tag: pending.notification.tag))
         case .rejected(let rejection):
             self.reject(pending.notification, rejection)
         case .retryTokenLater(let rejection):
@@ -503,7 +492,7 @@ final class HTTP2SenderCore {
 
     private func reject(_ notification: HTTP2Notification, _ rejection: HTTP2Rejection) {
         self.statistics.rejected += 1
-        self.outcomes.append(.rejected(notification, rejection))
+        self.outcomes.append(rejection.outcome(token: notification.token, tag: notification.tag))
         // Answers read from a connection go out at its read's end; a rejection reached otherwise
         // (attempts used up after a timeout or a lost connection) goes out once this loop turn ends.
         if !self.emitScheduled {
@@ -563,14 +552,9 @@ final class HTTP2SenderCore {
     }
 
     private func resumeWaiters() {
-        while self.waiting < self.configuration.maximumQueued, let waiter = self.capacityWaiters.popFirst() {
-            waiter.resume()
-        }
-        if !self.flushWaiters.isEmpty, self.isIdle {
-            self.emitOutcomes()
-            let waiters = self.flushWaiters
-            self.flushWaiters.removeAll()
-            for waiter in waiters { waiter.resume() }
-        }
+        let idle = self.isIdle
+        // A flush returns with every outcome handed over.
+        if idle && self.waiters.awaitsFlush { self.emitOutcomes() }
+        self.waiters.resume(waiting: self.waiting, idle: idle)
     }
 }

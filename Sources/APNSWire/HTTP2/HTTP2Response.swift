@@ -37,6 +37,15 @@ public struct HTTP2Rejection: Hashable, Sendable, CustomStringConvertible {
     public var isAPNsFailure: Bool {
         self.status == 429 || (500...599).contains(self.status)
     }
+
+    /// The outcome of the notification to `token` tagged `tag`: the token's rejection, or a
+    /// refusal of the provider (``isProviderLevel``).
+    public func outcome(token: DeviceToken, tag: UInt64) -> DeliveryOutcome {
+        guard self.isProviderLevel else {
+            return .rejected(tag: tag, Rejection(token: token, reason: self.reason, timestampMilliseconds: self.timestamp))
+        }
+        return .refused(tag: tag, token: token, ProviderRefusal(reason: self.reason, status: self.status, isOutage: self.isAPNsFailure))
+    }
 }
 
 /// What to do about one answer from APNs. Apple states no retry rules; these are PushFleet's:

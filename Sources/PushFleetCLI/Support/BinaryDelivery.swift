@@ -8,10 +8,10 @@ import Synchronization
 
 /// Sends a stream of tokens over `connections` binary senders at once and tallies what APNs said.
 struct BinaryDelivery {
-    struct Result {
+    struct Result: DeliveryTally {
         var accepted = 0
         var rejected: [String: Int] = [:]
-        var rejectedTokens: [(DeviceToken, BinaryStatus)] = []
+        var rejectedTokens: [(DeviceToken, Rejection)] = []
         var statistics = BinarySender.Statistics()
         var unsettled = 0
         var rejectedCount: Int { self.rejected.values.reduce(0, +) }
@@ -33,16 +33,8 @@ struct BinaryDelivery {
         }
         let collectors = senders.map { sender in
             Task {
-                for await event in sender.events {
-                    tally.withLock { result in
-                        switch event {
-                        case .accepted(let batch):
-                            result.accepted += batch.count
-                        case .rejected(let notification, let status):
-                            result.rejected[status.reason.rawValue, default: 0] += 1
-                            result.rejectedTokens.append((notification.token, status))
-                        }
-                    }
+                for await outcomes in sender.events {
+                    tally.withLock { $0.count(outcomes) }
                 }
             }
         }

@@ -8,10 +8,10 @@ import Synchronization
 /// Sends a stream of tokens through one ``HTTP2Sender`` (a pool of `connections`) and tallies
 /// what APNs said.
 struct HTTP2Delivery {
-    struct Result {
+    struct Result: DeliveryTally {
         var accepted = 0
         var rejected: [String: Int] = [:]
-        var rejectedTokens: [(DeviceToken, HTTP2Rejection)] = []
+        var rejectedTokens: [(DeviceToken, Rejection)] = []
         var statistics = HTTP2Sender.Statistics()
         var unsettled = 0
     }
@@ -29,18 +29,8 @@ struct HTTP2Delivery {
         let sender = try HTTP2Sender(configuration: self.configuration, eventLoop: MultiThreadedEventLoopGroup.singleton.next(), logger: self.logger)
         let tally = Mutex(Result())
         let collector = Task {
-            for await events in sender.events {
-                tally.withLock { result in
-                    for event in events {
-                        switch event {
-                        case .accepted:
-                            result.accepted += 1
-                        case .rejected(let notification, let rejection):
-                            result.rejected[rejection.reason.rawValue, default: 0] += 1
-                            result.rejectedTokens.append((notification.token, rejection))
-                        }
-                    }
-                }
+            for await outcomes in sender.events {
+                tally.withLock { $0.count(outcomes) }
             }
         }
         let timeout = self.timeout

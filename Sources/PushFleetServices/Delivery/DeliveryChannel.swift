@@ -6,21 +6,6 @@ import NIOPosix
 import PushFleetCore
 import PushFleetRedis
 
-/// What a worker slot hears from its sender, reduced to what a shard run needs.
-enum DeliveryOutcome: Sendable {
-    case accepted(tag: UInt64)
-    case rejected(tag: UInt64, Rejection)
-    /// APNs refused it for a reason about the provider or APNs itself (credentials, topic, an
-    /// outage): not the token's outcome. It stays unsent, and the campaign is paused as `pause` says.
-    case deferred(tag: UInt64, PauseRequest)
-
-    var tag: UInt64 {
-        switch self {
-        case .accepted(let tag), .rejected(let tag, _), .deferred(let tag, _): return tag
-        }
-    }
-}
-
 /// The fixed part of a campaign's notifications, prepared once per campaign for one protocol.
 struct CampaignTemplate: Sendable {
     enum Wire: Sendable {
@@ -40,49 +25,18 @@ struct CampaignTemplate: Sendable {
     }
 }
 
-/// What a worker's senders counted, summed over every channel it made; printed when it exits.
-public struct SenderTotals: Hashable, Sendable, Codable {
-    /// Connections opened to APNs.
-    public var connectionsOpened = 0
-    /// Requests (HTTP/2) or proof rounds (binary) that got no answer in time; each costs its
-    /// connection.
-    public var requestTimeouts = 0
-    /// Notifications written again that may have been delivered.
-    public var resent = 0
-    /// Requests repeated because APNs asked for it (HTTP/2 429, 500, 503).
-    public var retried = 0
-
-    public init() {}
-
-    static func + (a: Self, b: Self) -> Self {
-        var sum = a
-        sum.connectionsOpened += b.connectionsOpened
-        sum.requestTimeouts += b.requestTimeouts
-        sum.resent += b.resent
-        sum.retried += b.retried
-        return sum
-    }
-
-    enum CodingKeys: String, CodingKey {
-        case connectionsOpened = "connections_opened", requestTimeouts = "request_timeouts", resent, retried
-    }
-}
-
-/// One slot's sender, whichever protocol it speaks.
+/// One slot's sender, whichever protocol it speaks, as the slot drives it.
 protocol DeliveryChannel: Sendable {
     /// Hands `tokens` to the sender, tagged `firstTag`, `firstTag + 1`, …; suspends while the
     /// sender's queue is full. A personalized campaign's come with each recipient's packed values.
     func send(_ tokens: [DeviceToken], values: [[UInt8]]?, firstTag: UInt64, template: CampaignTemplate) async throws
-    /// Calls `body` with outcomes, in batches, until the channel is shut down.
-    func forEachOutcomeBatch(_ body: ([DeliveryOutcome]) -> Void) async
+    /// Outcomes, in batches, until the channel is shut down.
+    var outcomes: AsyncStream<[DeliveryOutcome]> { get }
     /// Takes back the notifications tagged `run` (under ``SlotContext/runMask``) that were never
     /// written, and returns their tags: they get no outcome. Those written before stay.
     func withdraw(run: UInt64) async -> [UInt64]
     /// Stops writing at `deadline` until a later one is set (lease fencing).
-    func setWriteDeadline(_ deadline: NIODeadline?)
-    /// Since the channel was made: notifications written again that may have been delivered, and
-    /// requests repeated because APNs asked for it.
-    func repeats() async -> (resent: Int, retried: Int)
+    func setWriteDeadline(_ deadline: ContinuousClock.Instant?)
     /// What the channel's sender counted since the channel was made.
     func totals() async -> SenderTotals
     /// Closes the connection(s); unanswered notifications are dropped and the outcome stream ends.
@@ -107,7 +61,7 @@ public struct DeliveryTransport: Sendable {
     /// The legacy binary protocol: one ``BinarySender`` (one connection) per slot.
     public static func binary(configuration: BinarySender.Configuration, group: any EventLoopGroup, logger: Logger) -> Self {
         let makeChannel: @Sendable (any EventLoop) -> any DeliveryChannel = { loop in
-            BinaryChannel(sender: BinarySender(configuration: configuration, eventLoop: loop, logger: logger))
+            SenderChannel(sender: BinarySender(configuration: configuration, eventLoop: loop, logger: logger))
         }
         return Self(
             protocol: .binary,
@@ -135,12 +89,12 @@ public struct DeliveryTransport: Sendable {
         Self(
             protocol: .http2,
             connectionsPerChannel: max(1, configuration.connections),
-            makeChannel: { HTTP2Channel(sender: try HTTP2Sender(configuration: configuration, eventLoop: group.next(), logger: logger)) },
+            makeChannel: { SenderChannel(sender: try HTTP2Sender(configuration: configuration, eventLoop: group.next(), logger: logger)) },
             makeLaneChannel: {
                 var lane = configuration
                 lane.connections = 1
                 lane.keepsConnectionsOpen = true
-                return HTTP2Channel(sender: try HTTP2Sender(configuration: lane, eventLoop: laneLoops.next(), logger: logger))
+                return SenderChannel(sender: try HTTP2Sender(configuration: lane, eventLoop: laneLoops.next(), logger: logger))
             },
             makeTemplate: { descriptor in
                 let d = descriptor.definition
@@ -180,15 +134,15 @@ extension CampaignDescriptor {
 /// Kept for the process's life, like NIO's singleton group.
 private let laneLoops = MultiThreadedEventLoopGroup(numberOfThreads: 1)
 
-/// ``DeliveryChannel`` over the binary protocol.
-struct BinaryChannel: DeliveryChannel {
-    let sender: BinarySender
+/// A notification a campaign's template makes for its recipients.
+protocol CampaignNotification: TaggedNotification {
+    /// The notifications to `tokens`, tagged `firstTag`, `firstTag + 1`, …; a personalized
+    /// campaign's with each recipient's payload rendered from its packed `values`.
+    static func make(_ tokens: [DeviceToken], values: [[UInt8]]?, firstTag: UInt64, template: CampaignTemplate) -> [Self]
+}
 
-    /// A proof round holds only the tokens the slot has been given: enough of them that writing
-    /// outlasts the wait for each proof (``BinarySender/framesWanted``).
-    var tokensWanted: Int? { self.sender.framesWanted }
-
-    func send(_ tokens: [DeviceToken], values: [[UInt8]]?, firstTag: UInt64, template: CampaignTemplate) async throws {
+extension BinaryNotification: CampaignNotification {
+    static func make(_ tokens: [DeviceToken], values: [[UInt8]]?, firstTag: UInt64, template: CampaignTemplate) -> [Self] {
         guard case .binary(let payload, let expiration, let priority) = template.wire else {
             preconditionFailure("a binary channel was given a template of another protocol")
         }
@@ -203,53 +157,12 @@ struct BinaryChannel: DeliveryChannel {
                 BinaryNotification(token: token, payload: own, expiration: expiration, priority: priority, tag: firstTag + UInt64(offset))
             )
         }
-        try await self.sender.send(notifications)
+        return notifications
     }
-
-    func forEachOutcomeBatch(_ body: ([DeliveryOutcome]) -> Void) async {
-        var batch: [DeliveryOutcome] = []
-        for await event in self.sender.events {
-            batch.removeAll(keepingCapacity: true)
-            switch event {
-            case .accepted(let notifications):
-                for notification in notifications { batch.append(.accepted(tag: notification.tag)) }
-            case .rejected(let notification, let status):
-                batch.append(.rejected(tag: notification.tag, Rejection(token: notification.token, reason: status.reason)))
-            }
-            body(batch)
-        }
-    }
-
-    func withdraw(run: UInt64) async -> [UInt64] {
-        await self.sender.withdraw { $0.tag & SlotContext.runMask == run }.map(\.tag)
-    }
-
-    func setWriteDeadline(_ deadline: NIODeadline?) { self.sender.setWriteDeadline(deadline) }
-
-    func repeats() async -> (resent: Int, retried: Int) {
-        (await self.sender.statistics().framesResentAfterSilentClose, 0)
-    }
-
-    func totals() async -> SenderTotals {
-        let statistics = await self.sender.statistics()
-        var totals = SenderTotals()
-        totals.connectionsOpened = statistics.connectionsOpened
-        totals.requestTimeouts = statistics.confirmationTimeouts
-        totals.resent = statistics.framesResentAfterSilentClose
-        return totals
-    }
-
-    func shutdown() async { _ = await self.sender.shutdown() }
 }
 
-/// ``DeliveryChannel`` over the HTTP/2 provider API.
-struct HTTP2Channel: DeliveryChannel {
-    let sender: HTTP2Sender
-
-    /// Answers come per request, so a few shards keep the streams full.
-    var tokensWanted: Int? { nil }
-
-    func send(_ tokens: [DeviceToken], values: [[UInt8]]?, firstTag: UInt64, template campaign: CampaignTemplate) async throws {
+extension HTTP2Notification: CampaignNotification {
+    static func make(_ tokens: [DeviceToken], values: [[UInt8]]?, firstTag: UInt64, template campaign: CampaignTemplate) -> [Self] {
         guard case .http2(let template) = campaign.wire else {
             preconditionFailure("an HTTP/2 channel was given a template of another protocol")
         }
@@ -262,57 +175,29 @@ struct HTTP2Channel: DeliveryChannel {
             }
             notifications.append(HTTP2Notification(token: token, tag: firstTag + UInt64(offset), template: template, body: body))
         }
-        try await self.sender.send(notifications)
+        return notifications
     }
+}
 
-    func forEachOutcomeBatch(_ body: ([DeliveryOutcome]) -> Void) async {
-        var batch: [DeliveryOutcome] = []
-        for await events in self.sender.events {
-            batch.removeAll(keepingCapacity: true)
-            for event in events {
-                switch event {
-                case .accepted(let notification):
-                    batch.append(.accepted(tag: notification.tag))
-                case .rejected(let notification, let rejection) where rejection.isProviderLevel:
-                    batch.append(
-                        .deferred(
-                            tag: notification.tag,
-                            PauseRequest(reason: "\(rejection.reason) (HTTP \(rejection.status))", isOutage: rejection.isAPNsFailure)
-                        )
-                    )
-                case .rejected(let notification, let rejection):
-                    batch.append(
-                        .rejected(
-                            tag: notification.tag,
-                            Rejection(token: notification.token, reason: rejection.reason, timestampMilliseconds: rejection.timestamp)
-                        )
-                    )
-                }
-            }
-            body(batch)
-        }
+/// ``DeliveryChannel`` over either protocol's sender.
+struct SenderChannel<Sender: NotificationSender>: DeliveryChannel where Sender.Notification: CampaignNotification {
+    let sender: Sender
+
+    var outcomes: AsyncStream<[DeliveryOutcome]> { self.sender.events }
+
+    var tokensWanted: Int? { self.sender.notificationsWanted }
+
+    func send(_ tokens: [DeviceToken], values: [[UInt8]]?, firstTag: UInt64, template: CampaignTemplate) async throws {
+        try await self.sender.send(Sender.Notification.make(tokens, values: values, firstTag: firstTag, template: template))
     }
 
     func withdraw(run: UInt64) async -> [UInt64] {
         await self.sender.withdraw { $0.tag & SlotContext.runMask == run }.map(\.tag)
     }
 
-    func setWriteDeadline(_ deadline: NIODeadline?) { self.sender.setWriteDeadline(deadline) }
+    func setWriteDeadline(_ deadline: ContinuousClock.Instant?) { self.sender.setWriteDeadline(deadline) }
 
-    func repeats() async -> (resent: Int, retried: Int) {
-        let statistics = await self.sender.statistics()
-        return (statistics.resentAfterConnectionLoss, statistics.retries)
-    }
-
-    func totals() async -> SenderTotals {
-        let statistics = await self.sender.statistics()
-        var totals = SenderTotals()
-        totals.connectionsOpened = statistics.connectionsOpened
-        totals.requestTimeouts = statistics.requestTimeouts
-        totals.resent = statistics.resentAfterConnectionLoss
-        totals.retried = statistics.retries
-        return totals
-    }
+    func totals() async -> SenderTotals { await self.sender.totals() }
 
     func shutdown() async { _ = await self.sender.shutdown() }
 }

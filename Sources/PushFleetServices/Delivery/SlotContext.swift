@@ -1,4 +1,5 @@
-import NIOCore
+import APNSTransport
+import PushFleetCore
 import Synchronization
 
 /// What a slot's shard runs share: the channel, the routing of its outcomes to the run that sent
@@ -10,7 +11,7 @@ final class SlotContext: Sendable {
 
     private struct State {
         var runs: [UInt64: AsyncStream<SlotInput>.Continuation] = [:]
-        var deadlines: [UInt64: NIODeadline] = [:]
+        var deadlines: [UInt64: ContinuousClock.Instant] = [:]
         var halted = false
         var reportedResent = 0
         var reportedRetried = 0
@@ -36,13 +37,13 @@ final class SlotContext: Sendable {
             }
         }
         return Task {
-            await self.channel.forEachOutcomeBatch { batch in self.route(batch) }
+            for await batch in self.channel.outcomes { self.route(batch) }
             poller.cancel()
         }
     }
 
     private func refreshRepeats() async {
-        let totals = await self.channel.repeats()
+        let totals = await self.channel.totals()
         self.state.withLock { state in
             state.totals = (max(state.totals.resent, totals.resent), max(state.totals.retried, totals.retried))
         }
@@ -81,7 +82,7 @@ final class SlotContext: Sendable {
     }
 
     /// Sets run `run`'s lease deadline; the channel writes until the earliest of them.
-    func setDeadline(_ deadline: NIODeadline, for run: UInt64) {
+    func setDeadline(_ deadline: ContinuousClock.Instant, for run: UInt64) {
         self.state.withLock { $0.deadlines[run] = deadline }
         self.applyDeadline()
     }
@@ -97,7 +98,7 @@ final class SlotContext: Sendable {
     func halt() {
         self.state.withLock { state in
             state.halted = true
-            self.channel.setWriteDeadline(.now())
+            self.channel.setWriteDeadline(ContinuousClock.now)
         }
     }
 
@@ -105,7 +106,7 @@ final class SlotContext: Sendable {
         self.state.withLock { state in
             guard !state.halted else { return }
             // No run holds a lease: nothing may be written until one does.
-            self.channel.setWriteDeadline(state.deadlines.values.min() ?? .now())
+            self.channel.setWriteDeadline(state.deadlines.values.min() ?? ContinuousClock.now)
         }
     }
 

@@ -1,5 +1,3 @@
-public import PushFleetCore
-
 /// A token APNs refused, with its reason, as recorded by a checkpoint.
 public struct Rejection: Hashable, Sendable {
     /// The refused token.

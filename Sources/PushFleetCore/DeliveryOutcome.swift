@@ -1,0 +1,40 @@
+/// What became of one notification a sender was given, known by the tag it was given with.
+///
+/// It is the one type an outcome has from the sender's answer to the shard run's checkpoint:
+/// both protocols' senders report it, the worker's slot routes it to the run whose tag it bears,
+/// and the run counts it (or, for a refusal, pauses the campaign).
+public enum DeliveryOutcome: Hashable, Sendable {
+    /// APNs took the notification.
+    case accepted(tag: UInt64)
+    /// APNs refused it for the token's sake: the token's final outcome.
+    case rejected(tag: UInt64, Rejection)
+    /// APNs refused it for the provider's or its own sake (credentials, topic, an outage that
+    /// outlasted the retries): not the token's outcome. The notification stays unsent.
+    case refused(tag: UInt64, token: DeviceToken, ProviderRefusal)
+
+    public var tag: UInt64 {
+        switch self {
+        case .accepted(let tag), .rejected(let tag, _), .refused(let tag, _, _): return tag
+        }
+    }
+}
+
+/// An answer APNs would give every token alike: the provider's credentials or topic are wrong, or
+/// APNs itself is failing. A campaign that gets one pauses.
+public struct ProviderRefusal: Hashable, Sendable, CustomStringConvertible {
+    public var reason: RejectionReason
+    /// The HTTP/2 `:status` of the answer.
+    public var status: Int
+    /// APNs itself failed (5xx, 429 past the retries): it heals without anyone changing anything.
+    /// Otherwise only an operator can put it right.
+    public var isOutage: Bool
+
+    public init(reason: RejectionReason, status: Int, isOutage: Bool) {
+        self.reason = reason
+        self.status = status
+        self.isOutage = isOutage
+    }
+
+    /// `InvalidProviderToken (HTTP 403)`.
+    public var description: String { "\(self.reason) (HTTP \(self.status))" }
+}
