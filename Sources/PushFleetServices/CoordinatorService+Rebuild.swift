@@ -25,7 +25,7 @@ extension CoordinatorService {
     func rebuildQueue(of campaign: CampaignRecord) async throws {
         let id = campaign.id
         self.logger.error("Redis lost the campaign's queue; rebuilding it from Postgres", metadata: ["campaign": "\(id)"])
-        self.lastFolded.withLock { $0[id] = nil }
+        self.rounds.forgetFold(of: id)
         // First the generation: from here no fold of the lost queue can land, so what is read next
         // stays. Another coordinator that rebuilt it meanwhile has raised it, and this one stops.
         guard try await self.store.beginQueueRebuild(id, generation: campaign.queueGeneration) else { return }
