@@ -72,7 +72,7 @@ extension ShardRun {
 
         let configuration: WorkerService.Configuration
         /// The tag bits of this run.
-        let run: UInt64
+        let runTag: UInt64
         /// The cursor the run started at.
         let start: Int
         let tokenCount: Int
@@ -126,9 +126,9 @@ extension ShardRun {
 
         /// - Parameter leasedAt: When the claim that granted `lease` was sent, by our clock: Redis
         ///   started the lease after that, so a lease timed from there ends no later than Redis' own.
-        init(lease: ShardLease, run: UInt64, configuration: WorkerService.Configuration, leasedAt: ContinuousClock.Instant) {
+        init(lease: ShardLease, runTag: UInt64, configuration: WorkerService.Configuration, leasedAt: ContinuousClock.Instant) {
             self.configuration = configuration
-            self.run = run
+            self.runTag = runTag
             self.start = lease.cursor
             self.tokenCount = lease.tokenCount
             self.answers = Array(repeating: .none, count: max(0, lease.tokenCount - lease.cursor))
@@ -292,8 +292,8 @@ extension ShardRun {
 
         /// The index of `tag`'s position if it is this run's and has no answer yet.
         private func unanswered(_ tag: UInt64) -> Int? {
-            guard tag & SlotContext.runMask == self.run else { return nil }
-            let index = Int(tag & ~SlotContext.runMask) - self.start
+            guard tag & SlotContext.runTagMask == self.runTag else { return nil }
+            let index = Int(tag & ~SlotContext.runTagMask) - self.start
             guard index >= 0, index < self.answers.count, self.answers[index] == .none else { return nil }
             return index
         }

@@ -14,8 +14,8 @@ struct ShardRun {
     let lease: ShardLease
     let template: CampaignTemplate
     let slot: SlotContext
-    /// High bits of every tag of this run (see ``SlotContext/runMask``).
-    let run: UInt64
+    /// High bits of every tag of this run (see ``SlotContext/runTagMask``).
+    let runTag: UInt64
     let drain: DrainSignal
     /// Called once, when every token was handed to the channel or feeding stopped.
     let onFeedEnded: @Sendable () -> Void
@@ -26,16 +26,16 @@ struct ShardRun {
 
     init(
         worker: WorkerService, lease: ShardLease, leasedAt: ContinuousClock.Instant, template: CampaignTemplate, slot: SlotContext,
-        run: UInt64, drain: DrainSignal, onFeedEnded: @escaping @Sendable () -> Void
+        runTag: UInt64, drain: DrainSignal, onFeedEnded: @escaping @Sendable () -> Void
     ) {
         self.worker = worker
         self.lease = lease
         self.template = template
         self.slot = slot
-        self.run = run
+        self.runTag = runTag
         self.drain = drain
         self.onFeedEnded = onFeedEnded
-        self.machine = StateMachine(lease: lease, run: run, configuration: worker.configuration, leasedAt: leasedAt)
+        self.machine = StateMachine(lease: lease, runTag: runTag, configuration: worker.configuration, leasedAt: leasedAt)
         self.readMark = ReadMark(lease.cursor)
     }
 
@@ -91,7 +91,7 @@ struct ShardRun {
                 stop.set()
                 action = self.machine.feedingStopped(now: .now)
             case .withdraw:
-                let tags = await self.slot.channel.withdraw(run: self.run)
+                let tags = await self.slot.channel.withdraw(runTag: self.runTag)
                 action = self.machine.withdrawn(tags, now: .now)
             case .pauseCampaign(let request):
                 let reason = request.reason + (self.worker.configuration.credentials.map { " for \($0)" } ?? "")
@@ -110,7 +110,7 @@ struct ShardRun {
                 self.slot.halt()
                 action = self.machine.channelHalted(now: .now)
             case .extendWriteDeadline(let until):
-                self.slot.setDeadline(until, for: self.run)
+                self.slot.setDeadline(until, for: self.runTag)
                 action = self.machine.writeDeadlineExtended(now: .now)
             case .collectRepeats(let fresh):
                 let repeats = await self.slot.takeRepeats(fresh: fresh)
@@ -156,7 +156,7 @@ struct ShardRun {
         let queue = self.worker.queue
         let lease = self.lease
         let channel = self.slot.channel
-        let run = self.run
+        let runTag = self.runTag
         let window = self.worker.configuration.readWindow
         let template = self.template
         let logger = self.logger
@@ -189,7 +189,7 @@ struct ShardRun {
                     if tokens.isEmpty { return }
                     readMark.raise(to: next + tokens.count)
                     continuation.yield(.handing(upTo: next + tokens.count))
-                    try await channel.send(tokens, values: read.values, firstTag: run | UInt64(next), template: template)
+                    try await channel.send(tokens, values: read.values, firstTag: runTag | UInt64(next), template: template)
                     next += tokens.count
                     continuation.yield(.fed(upTo: next))
                 } catch {

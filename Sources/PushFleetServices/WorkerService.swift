@@ -101,8 +101,8 @@ public final class WorkerService: Sendable {
 
     /// What the slot loop hears from its runs, and for the lane, from its waker.
     private enum RunEvent: Sendable {
-        case feedEnded(run: UInt64)
-        case ended(run: UInt64)
+        case feedEnded(runTag: UInt64)
+        case ended(runTag: UInt64)
         /// A notification may have been published, or a second went by: look for one.
         case wake
     }
@@ -134,11 +134,11 @@ public final class WorkerService: Sendable {
         case .notifications: self.configuration.notificationRuns
         }
         var active = 0
-        // The unsettled tokens of the active runs, as claimed (total less cursor), by run.
+        // The unsettled tokens of the active runs, as claimed (total less cursor), by runTag.
         var onHand: [UInt64: Int] = [:]
         var tokensOnHand = 0
         var feeding: UInt64? = nil
-        // The campaign of the run being fed, and the campaign of each active run (see ``PacedCampaigns``).
+        // The campaign of the runTag being fed, and the campaign of each active runTag (see ``PacedCampaigns``).
         var feedingCampaign: UUID? = nil
         var runCampaigns: [UInt64: UUID] = [:]
         // A look for other work a second after one found none beside a throttled campaign (its
@@ -155,7 +155,7 @@ public final class WorkerService: Sendable {
                 if active == 0 {
                     campaign = nil
                     if resetting {
-                        // A run lost its lease: the channel's queue and unanswered notifications
+                        // A runTag lost its lease: the channel's queue and unanswered notifications
                         // go with it, and the slot starts over on a new connection.
                         await context.channel.shutdown()
                         await router.value
@@ -193,32 +193,32 @@ public final class WorkerService: Sendable {
                     }
                     if let claimed {
                         runs += 1
-                        let run = UInt64(slot & 0xFFFF) << 48 | UInt64(runs & 0xFFFF) << 32
+                        let runTag = UInt64(slot & 0xFFFF) << 48 | UInt64(runs & 0xFFFF) << 32
                         let (inputs, continuation) = AsyncStream.makeStream(of: SlotInput.self)
-                        context.register(run, continuation)
+                        context.register(runTag, continuation)
                         if work == .campaigns {
                             let claimedCampaign = claimed.lease.campaign
                             if campaign == nil || campaign.map(self.paced.isPaced) == true { campaign = claimedCampaign }
                             if !runCampaigns.values.contains(claimedCampaign) { self.paced.hold(claimedCampaign) }
-                            runCampaigns[run] = claimedCampaign
+                            runCampaigns[runTag] = claimedCampaign
                             feedingCampaign = claimedCampaign
                         }
                         let tokens = max(0, claimed.lease.tokenCount - claimed.lease.cursor)
-                        onHand[run] = tokens
+                        onHand[runTag] = tokens
                         tokensOnHand += tokens
                         active += 1
-                        feeding = run
+                        feeding = runTag
                         group.addTask { [context] in
                             var shard = ShardRun(
                                 worker: self, lease: claimed.lease, leasedAt: claimed.leasedAt, template: claimed.template, slot: context,
-                                run: run, drain: drain, onFeedEnded: { sink.yield(.feedEnded(run: run)) }
+                                runTag: runTag, drain: drain, onFeedEnded: { sink.yield(.feedEnded(runTag: runTag)) }
                             )
                             let ending = await shard.execute(inputs: inputs, continuation: continuation)
                             FleetMetrics.shared.ended(ending)
                             // A shard given up on stops the channel before its deadline is lifted.
                             if ending == .leaseLost || ending == .abandoned { context.halt() }
-                            context.unregister(run)
-                            sink.yield(.ended(run: run))
+                            context.unregister(runTag)
+                            sink.yield(.ended(runTag: runTag))
                         }
                         continue
                     }
@@ -239,13 +239,13 @@ public final class WorkerService: Sendable {
                 case .wake:
                     lookAgainScheduled = false
                     continue
-                case .feedEnded(let run):
-                    if feeding == run { (feeding, feedingCampaign) = (nil, nil) }
-                case .ended(let run):
+                case .feedEnded(let runTag):
+                    if feeding == runTag { (feeding, feedingCampaign) = (nil, nil) }
+                case .ended(let runTag):
                     active -= 1
-                    tokensOnHand -= onHand.removeValue(forKey: run) ?? 0
-                    if feeding == run { (feeding, feedingCampaign) = (nil, nil) }
-                    if let ended = runCampaigns.removeValue(forKey: run), !runCampaigns.values.contains(ended) { self.paced.release(ended) }
+                    tokensOnHand -= onHand.removeValue(forKey: runTag) ?? 0
+                    if feeding == runTag { (feeding, feedingCampaign) = (nil, nil) }
+                    if let ended = runCampaigns.removeValue(forKey: runTag), !runCampaigns.values.contains(ended) { self.paced.release(ended) }
                     if context.isHalted && !resetting {
                         // A shard was given up on (its task halted the channel before its deadline
                         // was lifted): the slot's other shards are released.

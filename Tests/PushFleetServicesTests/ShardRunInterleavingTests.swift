@@ -42,9 +42,9 @@ struct ShardRunInterleavingTests {
             holder += 1
             #expect(holder < 200, "the shard never completed")
             if holder >= 200 { return }
-            let run = UInt64(holder) << 32
+            let runTag = UInt64(holder) << 32
             let lease = ShardLease(campaign: UUID(), shard: 0, owner: "w|\(holder)", fence: holder, cursor: store.cursor, attempts: 0, tokenCount: count)
-            var machine = Machine(lease: lease, run: run, configuration: ShardRunStateMachineTests.configuration, leasedAt: clock)
+            var machine = Machine(lease: lease, runTag: runTag, configuration: ShardRunStateMachineTests.configuration, leasedAt: clock)
             // Everything from the cursor is handed over at once; answers come in a random order,
             // some twice; the holder may die before each one.
             var answers = Array(store.cursor..<count)
@@ -104,15 +104,15 @@ struct ShardRunInterleavingTests {
                 if !machine.isStopping && random.next() % 80 == 0 {  // SIGTERM
                     // Written so far: everything up to the highest position answered.
                     let cut = answeredSoFar + 1 + Int(random.next() % UInt64(count - answeredSoFar))
-                    withdrawable = (cut..<count).map { run | UInt64($0) }
+                    withdrawable = (cut..<count).map { runTag | UInt64($0) }
                     answers = Array(answers[..<index]) + answers[index...].filter { $0 < cut }
                     perform(machine.drainRequested(now: clock))
                     perform(machine.feedEnded(now: clock))
                 }
                 clock += .milliseconds(Int(random.next() % 400))
                 let outcome: DeliveryOutcome = rejectedPositions.contains(position)
-                    ? .rejected(tag: run | UInt64(position), ShardRunStateMachineTests.rejection(position))
-                    : .accepted(tag: run | UInt64(position))
+                    ? .rejected(tag: runTag | UInt64(position), ShardRunStateMachineTests.rejection(position))
+                    : .accepted(tag: runTag | UInt64(position))
                 perform(machine.outcomes([outcome], now: clock))
                 #expect(store.accepted + store.rejected.count <= count, "counted more outcomes than positions")
             }

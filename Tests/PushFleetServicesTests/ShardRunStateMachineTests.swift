@@ -10,7 +10,7 @@ struct ShardRunStateMachineTests {
     typealias Machine = ShardRun.StateMachine
     typealias Action = Machine.Action
 
-    static let run: UInt64 = 7 << 32
+    static let runTag: UInt64 = 7 << 32
     static let t0 = ContinuousClock.now
     static let configuration = WorkerService.Configuration(
         topic: "com.example.app", environment: .production, leaseMilliseconds: 3_000, checkpointEvery: 4,
@@ -24,11 +24,11 @@ struct ShardRunStateMachineTests {
     static func at(_ milliseconds: Int) -> ContinuousClock.Instant { t0 + .milliseconds(milliseconds) }
 
     static func accepted(_ positions: Int...) -> ArraySlice<DeliveryOutcome> {
-        ArraySlice(positions.map { .accepted(tag: run | UInt64($0)) })
+        ArraySlice(positions.map { .accepted(tag: runTag | UInt64($0)) })
     }
 
     static func rejected(_ position: Int, _ reason: RejectionReason = .badDeviceToken) -> ArraySlice<DeliveryOutcome> {
-        [.rejected(tag: run | UInt64(position), rejection(position, reason))]
+        [.rejected(tag: runTag | UInt64(position), rejection(position, reason))]
     }
 
     static func rejection(_ position: Int, _ reason: RejectionReason = .badDeviceToken) -> Rejection {
@@ -37,7 +37,7 @@ struct ShardRunStateMachineTests {
 
     /// A machine that has started and handed `handed` positions to the channel.
     static func started(cursor: Int = 0, count: Int = 10, handed: Int = 10) -> Machine {
-        var machine = Machine(lease: lease(cursor: cursor, count: count), run: run, configuration: configuration, leasedAt: t0)
+        var machine = Machine(lease: lease(cursor: cursor, count: count), runTag: runTag, configuration: configuration, leasedAt: t0)
         #expect(machine.start(now: t0) == .extendWriteDeadline(until: t0 + .seconds(2)))
         #expect(machine.writeDeadlineExtended(now: t0) == .none)
         #expect(machine.handing(upTo: handed, now: t0) == .none)
@@ -93,7 +93,7 @@ struct ShardRunStateMachineTests {
     @Test func outcomesOfOtherRunsAndUnknownPositionsAreIgnored() {
         var machine = Self.started(cursor: 2, count: 6, handed: 6)
         let strangers: ArraySlice<DeliveryOutcome> = [
-            .accepted(tag: (8 << 32) | 2), .accepted(tag: Self.run | 1), .accepted(tag: Self.run | 6), .accepted(tag: Self.run | 99),
+            .accepted(tag: (8 << 32) | 2), .accepted(tag: Self.runTag | 1), .accepted(tag: Self.runTag | 6), .accepted(tag: Self.runTag | 99),
         ]
         #expect(machine.outcomes(strangers, now: Self.at(1)) == .none)
         #expect(machine.lowWater == 2)
@@ -148,7 +148,7 @@ struct ShardRunStateMachineTests {
 
     @Test func theLeaseIsTimedFromTheClaimNotFromTheRunsStart() {
         // The claim was sent at t0; its answer and the template took 800 ms before the run began.
-        var machine = Machine(lease: Self.lease(), run: Self.run, configuration: Self.configuration, leasedAt: Self.t0)
+        var machine = Machine(lease: Self.lease(), runTag: Self.runTag, configuration: Self.configuration, leasedAt: Self.t0)
         #expect(machine.start(now: Self.at(800)) == .extendWriteDeadline(until: Self.t0 + .seconds(2)))
         #expect(machine.writeDeadlineExtended(now: Self.at(800)) == .none)
         #expect(machine.handing(upTo: 4, now: Self.at(800)) == .none)
@@ -176,7 +176,7 @@ struct ShardRunStateMachineTests {
     // MARK: - Provider-level refusals
 
     static func deferred(_ position: Int, _ reason: RejectionReason = .invalidProviderToken) -> ArraySlice<DeliveryOutcome> {
-        [.refused(tag: run | UInt64(position), token: rejection(position).token, ProviderRefusal(reason: reason, status: 403, isOutage: false))]
+        [.refused(tag: runTag | UInt64(position), token: rejection(position).token, ProviderRefusal(reason: reason, status: 403, isOutage: false))]
     }
 
     @Test func aProviderLevelRefusalPausesTheCampaignAndCountsNothing() {
@@ -227,7 +227,7 @@ struct ShardRunStateMachineTests {
         // Once the feeder is done, what it handed over and the channel never wrote (6…9) is taken
         // back: the drain waits only for 2…5, which are out.
         #expect(machine.feedEnded(now: Self.at(3)) == .withdraw)
-        #expect(machine.withdrawn((6..<10).map { Self.run | UInt64($0) }, now: Self.at(3)) == .none)
+        #expect(machine.withdrawn((6..<10).map { Self.runTag | UInt64($0) }, now: Self.at(3)) == .none)
         #expect(machine.outcomes(Self.accepted(5, 3, 4), now: Self.at(4)) == .none)
         #expect(machine.outcomes(Self.accepted(2), now: Self.at(5)) == .collectRepeats(fresh: true))
         #expect(machine.repeatsCollected(.init(), now: Self.at(5)) == .checkpoint(CheckpointDelta(sequence: 1, cursor: 6, accepted: 6)))
@@ -241,7 +241,7 @@ struct ShardRunStateMachineTests {
         #expect(machine.drainRequested(now: Self.at(2)) == .stopFeeding)
         #expect(machine.feedingStopped(now: Self.at(2)) == .none)
         #expect(machine.feedEnded(now: Self.at(3)) == .withdraw)
-        #expect(machine.withdrawn([Self.run | 7], now: Self.at(3)) == .none)
+        #expect(machine.withdrawn([Self.runTag | 7], now: Self.at(3)) == .none)
         // Heartbeats go on while it waits.
         #expect(machine.tick(now: Self.at(1_000)) == .collectRepeats(fresh: false))
         #expect(machine.repeatsCollected(.init(), now: Self.at(1_000)) == .checkpoint(CheckpointDelta(sequence: 1, cursor: 2, accepted: 2)))

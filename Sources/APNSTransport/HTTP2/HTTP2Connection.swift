@@ -12,7 +12,7 @@ final class HTTP2Connection {
     }
 
     /// The pool position this connection fills.
-    let slot: Int
+    let position: Int
     var state = State.connecting
     var window: HTTP2StreamWindow<HTTP2SenderCore.Pending>
     /// The provider token its requests carry, if any.
@@ -26,8 +26,8 @@ final class HTTP2Connection {
     var pingSentAt: NIODeadline?
     var timer: RepeatedTask?
 
-    init(slot: Int, window: HTTP2StreamWindow<HTTP2SenderCore.Pending>) {
-        self.slot = slot
+    init(position: Int, window: HTTP2StreamWindow<HTTP2SenderCore.Pending>) {
+        self.position = position
         self.window = window
     }
 

@@ -36,13 +36,13 @@ final class HTTP2SenderCore {
     /// Notifications waiting out a retry delay, by a number of their own.
     private var delayed: [Int: (pending: Pending, task: Scheduled<Void>)] = [:]
     private var nextDelayedID = 0
-    /// The connection filling each slot of the pool (connecting or ready); `nil` for none.
-    private var slots: [HTTP2Connection?]
-    /// Consecutive failed connections per slot: the backoff attempt.
-    private var slotFailures: [Int]
-    /// Every connection not yet closed: the slots' plus retired ones finishing their streams.
+    /// The connection filling each position of the pool (connecting or ready); `nil` for none.
+    private var positions: [HTTP2Connection?]
+    /// Consecutive failed connections per position: the backoff attempt.
+    private var positionFailures: [Int]
+    /// Every connection not yet closed: the positions' plus retired ones finishing their streams.
     private var connections: [ObjectIdentifier: HTTP2Connection] = [:]
-    /// When the pool first opened: slot `i` opens no sooner than `i × spacing` after it.
+    /// When the pool first opened: position `i` opens no sooner than `i × spacing` after it.
     private var poolStart: NIODeadline?
     private var isShutdown = false
     private var fillScheduled = false
@@ -75,8 +75,8 @@ final class HTTP2SenderCore {
         if case .providerToken(let signer) = configuration.authentication.base { self.signer = signer } else { self.signer = nil }
         let hostname = configuration.serverHostname ?? configuration.host
         self.authority = configuration.port == 443 ? hostname : "\(hostname):\(configuration.port)"
-        self.slots = Array(repeating: nil, count: configuration.connections)
-        self.slotFailures = Array(repeating: 0, count: configuration.connections)
+        self.positions = Array(repeating: nil, count: configuration.connections)
+        self.positionFailures = Array(repeating: 0, count: configuration.connections)
         self.waiters = SenderWaiters(limit: configuration.maximumQueued)
     }
 
@@ -112,7 +112,7 @@ final class HTTP2SenderCore {
         guard !self.isShutdown else { return [] }
         self.isShutdown = true
         var remaining: [HTTP2Notification] = []
-        for connection in self.connections.values.sorted(by: { $0.slot < $1.slot }) {
+        for connection in self.connections.values.sorted(by: { $0.position < $1.position }) {
             remaining += connection.window.connectionLost().map(\.notification)
             connection.timer?.cancel()
             if case .ready(let channel, _) = connection.state {
@@ -162,24 +162,24 @@ final class HTTP2SenderCore {
 
     // MARK: - Connecting
 
-    /// Gives every empty slot a connection while there is work, or always when the configuration
+    /// Gives every empty position a connection while there is work, or always when the configuration
     /// keeps connections open.
     func openConnectionsIfNeeded() {
         guard !self.isShutdown, self.configuration.keepsConnectionsOpen || !self.queue.isEmpty || !self.delayed.isEmpty else { return }
         let now = NIODeadline.now()
         let start = self.poolStart ?? now
         self.poolStart = start
-        for slot in self.slots.indices where self.slots[slot] == nil {
+        for position in self.positions.indices where self.positions[position] == nil {
             let connection = HTTP2Connection(
-                slot: slot,
+                position: position,
                 window: HTTP2StreamWindow(
                     localLimit: self.configuration.maximumStreamsPerConnection, serverErrorLimit: self.configuration.serverErrorLimit
                 )
             )
-            self.slots[slot] = connection
+            self.positions[position] = connection
             self.connections[ObjectIdentifier(connection)] = connection
-            let backoff = self.configuration.reconnectBackoff.delay(attempt: self.slotFailures[slot], random: Double.random(in: 0...1))
-            let spacing = start + self.configuration.connectionSpacing * Int64(slot) - now
+            let backoff = self.configuration.reconnectBackoff.delay(attempt: self.positionFailures[position], random: Double.random(in: 0...1))
+            let spacing = start + self.configuration.connectionSpacing * Int64(position) - now
             let delay = max(TimeAmount.nanoseconds(Int64(clamping: backoff)), spacing)
             if delay <= .zero {
                 self.connect(connection)
@@ -225,23 +225,23 @@ final class HTTP2SenderCore {
         self.statistics.connectFailures += 1
         self.metrics.connectFailures.increment()
         self.forget(connection)
-        self.slotFailures[connection.slot] += 1
+        self.positionFailures[connection.position] += 1
         let failure = TransportError.connectionFailed(host: self.configuration.host, port: self.configuration.port, underlying: error)
         self.logger.warning("cannot connect to APNs", metadata: ["error": "\(failure)"])
         self.openConnectionsIfNeeded()
     }
 
-    /// Takes `connection` out of its slot (if it still fills it) and out of the pool.
+    /// Takes `connection` out of its position (if it still fills it) and out of the pool.
     private func forget(_ connection: HTTP2Connection) {
-        if self.slots[connection.slot] === connection { self.slots[connection.slot] = nil }
+        if self.positions[connection.position] === connection { self.positions[connection.position] = nil }
         self.connections.removeValue(forKey: ObjectIdentifier(connection))
     }
 
-    /// Opens no new streams on `connection` and gives its slot a new one; it closes once answered.
+    /// Opens no new streams on `connection` and gives its position a new one; it closes once answered.
     private func retire(_ connection: HTTP2Connection, why: String) {
         connection.window.drain()
-        if self.slots[connection.slot] === connection {
-            self.slots[connection.slot] = nil
+        if self.positions[connection.position] === connection {
+            self.positions[connection.position] = nil
             self.statistics.connectionsReplaced += 1
             self.logger.info("replacing an APNs connection", metadata: ["why": "\(why)"])
         }
@@ -280,7 +280,7 @@ final class HTTP2SenderCore {
         self.metrics.answerDuration.recordNanoseconds(Int64(truncatingIfNeeded: NIODeadline.now().uptimeNanoseconds &- sentAt))
         self.count(status: status)
         connection.madeProgress = true
-        self.slotFailures[connection.slot] = 0
+        self.positionFailures[connection.position] = 0
         if status != 500 { connection.window.answerWasNotServerError() }
         switch HTTP2Verdict.classify(status: status, body: body) {
         case .accepted:
@@ -338,7 +338,7 @@ final class HTTP2SenderCore {
             "APNs sent GOAWAY",
             metadata: ["reason": "\(reason?.rawValue ?? "none")", "error_code": "\(errorCode)", "last_stream_id": "\(lastStreamID)"]
         )
-        if !connection.madeProgress { self.slotFailures[connection.slot] += 1 }
+        if !connection.madeProgress { self.positionFailures[connection.position] += 1 }
         let unprocessed = connection.window.goAwayReceived(lastStreamID: lastStreamID)
         self.statistics.resentUnprocessed += unprocessed.count
         self.queue.prepend(contentsOf: unprocessed)
@@ -387,7 +387,7 @@ final class HTTP2SenderCore {
         let closedIdle = self.configuration.keepsConnectionsOpen && lost.isEmpty
             && connection.readyAt.map { NIODeadline.now() - $0 >= .seconds(10) } == true
         if !connection.madeProgress && !closedIdle {
-            self.slotFailures[connection.slot] += 1
+            self.positionFailures[connection.position] += 1
             if let error { self.logger.warning("APNs connection failed", metadata: ["error": "\(error)"]) }
         }
         self.openConnectionsIfNeeded()
@@ -448,10 +448,10 @@ final class HTTP2SenderCore {
     private func fillAll() {
         guard !self.queue.isEmpty else { return }
         var ready = 0
-        for slot in self.slots { if let connection = slot, connection.isReady, connection.window.room > 0 { ready += 1 } }
-        for slot in self.slots {
+        for position in self.positions { if let connection = position, connection.isReady, connection.window.room > 0 { ready += 1 } }
+        for position in self.positions {
             guard ready > 0, !self.queue.isEmpty else { break }
-            guard let connection = slot, connection.isReady, connection.window.room > 0 else { continue }
+            guard let connection = position, connection.isReady, connection.window.room > 0 else { continue }
             self.fill(connection, share: (self.queue.count + ready - 1) / ready)
             ready -= 1
         }

@@ -32,9 +32,9 @@ protocol DeliveryChannel: Sendable {
     func send(_ tokens: [DeviceToken], values: [[UInt8]]?, firstTag: UInt64, template: CampaignTemplate) async throws
     /// Outcomes, in batches, until the channel is shut down.
     var outcomes: AsyncStream<[DeliveryOutcome]> { get }
-    /// Takes back the notifications tagged `run` (under ``SlotContext/runMask``) that were never
+    /// Takes back the notifications tagged `runTag` (under ``SlotContext/runTagMask``) that were never
     /// written, and returns their tags: they get no outcome. Those written before stay.
-    func withdraw(run: UInt64) async -> [UInt64]
+    func withdraw(runTag: UInt64) async -> [UInt64]
     /// Stops writing at `deadline` until a later one is set (lease fencing).
     func setWriteDeadline(_ deadline: ContinuousClock.Instant?)
     /// What the channel's sender counted since the channel was made.
@@ -191,8 +191,8 @@ struct SenderChannel<Sender: NotificationSender>: DeliveryChannel where Sender.N
         try await self.sender.send(Sender.Notification.make(tokens, values: values, firstTag: firstTag, template: template))
     }
 
-    func withdraw(run: UInt64) async -> [UInt64] {
-        await self.sender.withdraw { $0.tag & SlotContext.runMask == run }.map(\.tag)
+    func withdraw(runTag: UInt64) async -> [UInt64] {
+        await self.sender.withdraw { $0.tag & SlotContext.runTagMask == runTag }.map(\.tag)
     }
 
     func setWriteDeadline(_ deadline: ContinuousClock.Instant?) { self.sender.setWriteDeadline(deadline) }

@@ -7,7 +7,7 @@ import Synchronization
 /// repeats not yet reported.
 final class SlotContext: Sendable {
     /// Tag bits naming the run; the low 32 bits are the token's index in its shard.
-    static let runMask: UInt64 = 0xFFFF_FFFF_0000_0000
+    static let runTagMask: UInt64 = 0xFFFF_FFFF_0000_0000
 
     private struct State {
         var runs: [UInt64: AsyncStream<SlotInput>.Continuation] = [:]
@@ -53,24 +53,24 @@ final class SlotContext: Sendable {
         FleetMetrics.shared.count(batch)
         var start = 0
         while start < batch.count {
-            let run = batch[start].tag & Self.runMask
+            let runTag = batch[start].tag & Self.runTagMask
             var end = start + 1
-            while end < batch.count, batch[end].tag & Self.runMask == run { end += 1 }
-            let continuation = self.state.withLock { $0.runs[run] }
+            while end < batch.count, batch[end].tag & Self.runTagMask == runTag { end += 1 }
+            let continuation = self.state.withLock { $0.runs[runTag] }
             // A run that ended has no continuation: its late outcomes are dropped.
             continuation?.yield(.outcomes(batch[start..<end]))
             start = end
         }
     }
 
-    func register(_ run: UInt64, _ continuation: AsyncStream<SlotInput>.Continuation) {
-        self.state.withLock { $0.runs[run] = continuation }
+    func register(_ runTag: UInt64, _ continuation: AsyncStream<SlotInput>.Continuation) {
+        self.state.withLock { $0.runs[runTag] = continuation }
     }
 
-    func unregister(_ run: UInt64) {
+    func unregister(_ runTag: UInt64) {
         let continuation = self.state.withLock { state in
-            state.deadlines[run] = nil
-            return state.runs.removeValue(forKey: run)
+            state.deadlines[runTag] = nil
+            return state.runs.removeValue(forKey: runTag)
         }
         continuation?.finish()
         self.applyDeadline()
@@ -82,8 +82,8 @@ final class SlotContext: Sendable {
     }
 
     /// Sets run `run`'s lease deadline; the channel writes until the earliest of them.
-    func setDeadline(_ deadline: ContinuousClock.Instant, for run: UInt64) {
-        self.state.withLock { $0.deadlines[run] = deadline }
+    func setDeadline(_ deadline: ContinuousClock.Instant, for runTag: UInt64) {
+        self.state.withLock { $0.deadlines[runTag] = deadline }
         self.applyDeadline()
     }
 
