@@ -86,8 +86,9 @@ extension PipelineTests {
                 #expect(record.pending == 2)
                 #expect(StatusReport(record: record).text.contains("campaign retry"))
 
-                #expect(try await h.queue.retryDeadShards(campaign: e) == 1)
-                #expect(try await h.store.retry(e))
+                // `campaign retry`: the dead shard back in the queue, the campaign running again.
+                let retried = try await CampaignControl(queue: h.queue, store: h.store).retry(e)
+                #expect(retried.shards == 1 && retried.state == .running)
                 #expect(try await h.store.campaign(e)?.state == .running)
                 try await h.finishEveryShard(of: e)
                 try await h.coordinator.round()

@@ -22,56 +22,28 @@ struct Campaign: AsyncParsableCommand {
             guard UUID(uuidString: self.campaignID) != nil else { throw ValidationError("the campaign id must be a UUID, got \"\(self.campaignID)\"") }
         }
 
-        /// The campaigns the id names: the campaign, or a split test's variants.
-        func campaigns(_ store: CampaignStore) async throws -> [CampaignRecord] {
+        /// Applies `change` to the campaign, or to each variant of the split test, and prints what
+        /// became of each (``CampaignControl``). A variant that cannot change is named and left.
+        func apply(_ change: CampaignControl.Change) async throws {
             let id = UUID(uuidString: self.campaignID)!
-            if let record = try await store.campaign(id) { return [record] }
-            let variants = try await store.variants(of: id)
-            guard !variants.isEmpty else { throw CLIError("no campaign \(self.campaignID) (nor a split test of that id)") }
-            return variants
-        }
-
-        /// Changes the campaign, or each variant of the split test: `postgres` changes Postgres,
-        /// or refuses with the reason; then `redis` tells Redis (the coordinator tells it again
-        /// every round if Redis does not answer). A split test's variants that cannot change are
-        /// left as they are and named; it fails only when none could.
-        func changeEach(
-            whenNone none: String,
-            postgres: (CampaignRecord, _ all: [CampaignRecord], CampaignStore) async throws -> Result<String, CLIError>,
-            redis: (CampaignRecord, _ all: [CampaignRecord], CampaignQueue) async throws -> Void
-        ) async throws {
             try await self.state.withState(logger: makeLogger("pushfleet.campaign")) { queue, store in
-                let records = try await self.campaigns(store)
-                var changed = 0
-                for record in records {
-                    let name = record.variant.map { "variant \($0) (campaign \(record.id.uuidString.lowercased()))" } ?? "campaign \(self.campaignID)"
-                    switch try await postgres(record, records, store) {
+                let results: [CampaignControl.PartResult]
+                do {
+                    results = try await CampaignControl(queue: queue, store: store).apply(change, to: id, spelled: self.campaignID)
+                } catch let error as CampaignControlError {
+                    throw CLIError(error.description)
+                }
+                for result in results {
+                    switch result.outcome {
                     case .failure(let refusal):
-                        if record.variant == nil { throw CLIError("\(name) \(refusal.description)") }
-                        writeStandardError("\(name) \(refusal.description); left as it is\n")
+                        writeStandardError("\(result.name) \(refusal.description); left as it is\n")
                     case .success(let done):
-                        changed += 1
-                        do {
-                            try await redis(record, records, queue)
-                        } catch {
-                            FileHandle.standardError.write(Data("warning: \(error); the coordinator applies it once Redis answers\n".utf8))
+                        if let error = result.redisError {
+                            writeStandardError("warning: \(error); the coordinator applies it once Redis answers\n")
                         }
-                        print("\(name)\(done)")
+                        print("\(result.name)\(done)")
                     }
                 }
-                if changed == 0 { throw CLIError("no variant of split test \(self.campaignID) \(none)") }
-            }
-        }
-
-        /// Moves the campaign, or each variant of the split test, to `to` in Postgres (from one of
-        /// `from`) and Redis.
-        func change(to postgresState: CampaignState, from allowed: [CampaignState], queueStatus: CampaignQueueStatus) async throws {
-            try await self.changeEach(whenNone: "could become \(postgresState.rawValue)") { record, _, store in
-                try await store.setState(record.id, to: postgresState, from: allowed)
-                    ? .success(" \(postgresState.rawValue)")
-                    : .failure(CLIError("is \(record.state.rawValue); it cannot become \(postgresState.rawValue)"))
-            } redis: { record, _, queue in
-                try await queue.setStatus(campaign: record.id, queueStatus)
             }
         }
     }
@@ -124,22 +96,19 @@ struct Campaign: AsyncParsableCommand {
     struct Pause: AsyncParsableCommand {
         static let configuration = CommandConfiguration(abstract: "Stop sending within a second; shards are released at their checkpoint.")
         @OptionGroup var target: Target
-        func run() async throws { try await self.target.change(to: .paused, from: [.running], queueStatus: .paused) }
+        func run() async throws { try await self.target.apply(.pause) }
     }
 
     struct Resume: AsyncParsableCommand {
         static let configuration = CommandConfiguration(abstract: "Resume a paused campaign where it stopped.")
         @OptionGroup var target: Target
-        func run() async throws { try await self.target.change(to: .running, from: [.paused], queueStatus: .running) }
+        func run() async throws { try await self.target.apply(.resume) }
     }
 
     struct Cancel: AsyncParsableCommand {
         static let configuration = CommandConfiguration(abstract: "Stop for good; what was not sent is counted as cancelled.")
         @OptionGroup var target: Target
-        // Cancelling again is allowed: it tells Redis once more.
-        func run() async throws {
-            try await self.target.change(to: .cancelled, from: [.running, .paused, .pending, .scheduled, .failed, .cancelled], queueStatus: .cancelled)
-        }
+        func run() async throws { try await self.target.apply(.cancel) }
     }
 
     struct Retry: AsyncParsableCommand {
@@ -151,13 +120,14 @@ struct Campaign: AsyncParsableCommand {
         func run() async throws {
             let id = UUID(uuidString: self.target.campaignID)!
             try await self.target.state.withState(logger: makeLogger("pushfleet.campaign")) { queue, store in
-                guard let record = try await store.campaign(id) else { throw CLIError("no campaign \(self.target.campaignID)") }
-                // Redis first: a retry that stops half way leaves the campaign failed, and can be run again.
-                let shards = try await queue.retryDeadShards(campaign: id)
-                guard try await store.retry(id) else {
-                    throw CLIError("campaign \(self.target.campaignID) is \(record.state.rawValue); only a failed, running or paused campaign can be retried")
+                let retried: (shards: Int, state: CampaignState)
+                do {
+                    retried = try await CampaignControl(queue: queue, store: store).retry(id, spelled: self.target.campaignID)
+                } catch let error as CampaignControlError {
+                    throw CLIError(error.description)
                 }
-                print("campaign \(self.target.campaignID): \(shards) dead shard\(shards == 1 ? "" : "s") back in the queue; \(record.state == .failed ? "running" : record.state.rawValue)")
+                let shards = retried.shards
+                print("campaign \(self.target.campaignID): \(shards) dead shard\(shards == 1 ? "" : "s") back in the queue; \(retried.state.rawValue)")
             }
         }
     }
@@ -178,24 +148,6 @@ struct Campaign: AsyncParsableCommand {
             }
         }
 
-        func run() async throws {
-            let rate = Int(self.rate)
-            // A launch in parts shares its rate between the parts that start together (all of them
-            // but for `--local-time`), as their audiences share their sum.
-            func share(_ record: CampaignRecord, of all: [CampaignRecord]) -> Int? {
-                let together = all.filter { $0.startsAt == record.startsAt }
-                let total = together.reduce(0) { $0 + $1.total }
-                return rate.map { together.count == 1 || total == 0 ? $0 : max(1, Int(Double($0) * Double(record.total) / Double(total))) }
-            }
-            try await self.target.changeEach(whenNone: "has not ended") { record, all, store in
-                let limit = share(record, of: all)
-                guard record.kind == .campaign, try await store.setRateLimit(record.id, to: limit) else {
-                    return .failure(CLIError("is \(record.state.rawValue); only a campaign that has not ended can be throttled"))
-                }
-                return .success(": \(limit.map { "at most \($0) notifications a second" } ?? "no rate limit")")
-            } redis: { record, all, queue in
-                try await queue.setRateLimit(campaign: record.id, share(record, of: all))
-            }
-        }
+        func run() async throws { try await self.target.apply(.setRate(Int(self.rate))) }
     }
 }
