@@ -131,7 +131,7 @@ struct Launch: AsyncParsableCommand {
                     let required = (self.localized.isEmpty ? [] : [self.localeField]) + (self.localTime == nil ? [] : [self.zoneField]) + templateFields
                     let fields = [self.localeField, self.zoneField] + templateFields
                     let reader = try TokenFileReader(path: path, fields: fields, required: Set(required))
-                    let tokens = FileTokenSource(reader: reader, requiredSize: request.requiredTokenSize)
+                    let tokens = FileTokenSource(reader: reader, requiredSize: request.requiredTokenSize, progress: FileProgress(reader))
                     var source = FilePlannedTokenSource(tokens, plan: plan, format: n.payloadFormat)
                     return try await launcher.launch(request, recipients: &source)
                 }
@@ -149,12 +149,12 @@ struct Launch: AsyncParsableCommand {
             let launcher = Launcher(queue: queue, store: store)
             // A file is read, parsed and packed a batch ahead while the launcher files the last.
             if let reader, let template {
-                let tokens = FileTokenSource(reader: reader, requiredSize: request.requiredTokenSize)
+                let tokens = FileTokenSource(reader: reader, requiredSize: request.requiredTokenSize, progress: FileProgress(reader))
                 var source = PrefetchingTokenSource(PersonalizedFileTokenSource(tokens, template: template, format: n.payloadFormat))
                 return try await launcher.launch(request, tokens: &source)
             }
             if let reader {
-                var source = PrefetchingTokenSource(FileTokenSource(reader: reader, requiredSize: request.requiredTokenSize))
+                var source = PrefetchingTokenSource(FileTokenSource(reader: reader, requiredSize: request.requiredTokenSize, progress: FileProgress(reader)))
                 return try await launcher.launch(request, tokens: &source)
             }
             var source = RegistryTokenSource(store: store, topic: n.topic, environment: n.environment)

@@ -6,6 +6,7 @@ import NIOCore
 import NIOPosix
 import PushFleetCore
 import PushFleetObservability
+import PushFleetServices
 import ServiceLifecycle
 
 /// Runs the APNs simulator until interrupted.

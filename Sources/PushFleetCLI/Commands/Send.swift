@@ -4,6 +4,7 @@ import ArgumentParser
 import Foundation
 import NIOCore
 import PushFleetCore
+import PushFleetServices
 
 /// Sends one payload to the tokens of a file directly, without Redis or Postgres: the small case
 /// (a doorbell that must reach every phone of a household, now) and the sender benchmark.

@@ -2,6 +2,7 @@ import ArgumentParser
 import Foundation
 import PushFleetCore
 import PushFleetPostgres
+import PushFleetServices
 
 /// The token registry.
 struct Tokens: AsyncParsableCommand {

@@ -1,7 +1,7 @@
 #if canImport(Glibc)
 import Glibc
 #endif
-import PushFleetCore
+public import PushFleetCore
 
 /// Reads a token file in batches without holding it in memory: one token per line in hex, spaces
 /// inside a token allowed, blank lines and `#` comments skipped. `-` reads standard input.
@@ -11,10 +11,10 @@ import PushFleetCore
 /// `"token"` member; see ``AudienceLine``). ``fields`` names the fields wanted; their values for each
 /// token of the last batch are in ``batchValues`` (nil where a recipient has none, and always for a
 /// plain token file).
-final class TokenFileReader {
-    let path: String
+public final class TokenFileReader {
+    public let path: String
     /// The fields whose values ``batchValues`` holds, in this order.
-    let fields: [String]
+    public let fields: [String]
     /// What the file turned out to be, from its first line that is not blank or a comment.
     private enum Layout {
         case undecided
@@ -25,33 +25,33 @@ final class TokenFileReader {
     }
     private var layout = Layout.undecided
     /// The values of ``fields`` for each token of the last batch, in order.
-    private(set) var batchValues: [[String?]] = []
+    public private(set) var batchValues: [[String?]] = []
     private let file: UnsafeMutablePointer<FILE>
     private var line: UnsafeMutablePointer<CChar>? = nil
     private var capacity = 0
     /// The number of the last line read, from 1.
-    private(set) var lineNumber = 0
+    public private(set) var lineNumber = 0
     /// Bytes read so far, and the file's size (`nil` for standard input or a pipe).
-    private(set) var bytesRead = 0
-    let size: Int?
+    public private(set) var bytesRead = 0
+    public let size: Int?
 
-    /// - Throws: ``CLIError`` if the file cannot be opened.
+    /// - Throws: ``AudienceFileError`` if the file cannot be opened.
     /// Fields a CSV header must name (a JSON line may lack any).
-    let required: Set<String>
+    public let required: Set<String>
 
-    init(path: String, fields: [String] = [], required: Set<String> = []) throws {
+    public init(path: String, fields: [String] = [], required: Set<String> = []) throws {
         self.path = path
         self.fields = fields
         self.required = required
         if path == "-" {
             guard let standardInput = fdopen(STDIN_FILENO, "r") else {
-                throw CLIError("cannot read standard input: \(String(cString: strerror(errno)))")
+                throw AudienceFileError("cannot read standard input: \(String(cString: strerror(errno)))")
             }
             self.file = standardInput
             self.size = nil
         } else {
             guard let opened = fopen(path, "r") else {
-                throw CLIError("cannot open the token file \(path): \(String(cString: strerror(errno)))")
+                throw AudienceFileError("cannot open the token file \(path): \(String(cString: strerror(errno)))")
             }
             self.file = opened
             var status = stat()
@@ -66,7 +66,7 @@ final class TokenFileReader {
 
     /// Whether the audience carries fields (CSV with a header, or JSON lines); false for a plain
     /// token file, and until its first line is read.
-    var hasFields: Bool {
+    public var hasFields: Bool {
         switch self.layout {
         case .csv, .jsonLines: true
         case .undecided, .tokens: false
@@ -77,11 +77,11 @@ final class TokenFileReader {
     private var batchLines: [Int] = []
 
     /// The line of token `index` of the last batch read.
-    func lineOf(tokenAtBatchIndex index: Int) -> Int { self.batchLines[index] }
+    public func lineOf(tokenAtBatchIndex index: Int) -> Int { self.batchLines[index] }
 
     /// The next tokens, at most `maximum`; empty at the end of the file.
-    /// - Throws: ``CLIError`` naming the file and line of a bad token, or a read error.
-    func read(upTo maximum: Int) throws -> [DeviceToken] {
+    /// - Throws: ``AudienceFileError`` naming the file and line of a bad token, or a read error.
+    public func read(upTo maximum: Int) throws -> [DeviceToken] {
         var tokens: [DeviceToken] = []
         tokens.reserveCapacity(min(maximum, 4096))
         self.batchLines.removeAll(keepingCapacity: true)
@@ -89,7 +89,7 @@ final class TokenFileReader {
         while tokens.count < maximum {
             let length = getline(&self.line, &self.capacity, self.file)
             if length < 0 {
-                if ferror(self.file) != 0 { throw CLIError("cannot read the token file \(self.path): \(String(cString: strerror(errno)))") }
+                if ferror(self.file) != 0 { throw AudienceFileError("cannot read the token file \(self.path): \(String(cString: strerror(errno)))") }
                 break
             }
             self.lineNumber += 1
@@ -130,14 +130,14 @@ final class TokenFileReader {
                 }
                 self.batchLines.append(self.lineNumber)
             } catch {
-                throw CLIError("\(self.path):\(self.lineNumber): \(error)")
+                throw AudienceFileError("\(self.path):\(self.lineNumber): \(error)")
             }
         }
         return tokens
     }
 
     /// Every remaining token, in order.
-    func readAll() throws -> [DeviceToken] {
+    public func readAll() throws -> [DeviceToken] {
         var all: [DeviceToken] = []
         while true {
             let batch = try self.read(upTo: 65_536)
@@ -207,4 +207,11 @@ final class TokenFileReader {
     }
 
     private static func isSpace(_ byte: UInt8) -> Bool { byte == 0x20 || byte == 0x09 || byte == 0x0A || byte == 0x0D }
+}
+
+/// A token file that cannot be read, or a recipient in it that cannot be used: one sentence
+/// naming the file (and line).
+public struct AudienceFileError: Error, CustomStringConvertible, Sendable {
+    public let description: String
+    public init(_ description: String) { self.description = description }
 }

@@ -1,30 +1,35 @@
 #if canImport(Glibc)
 import Glibc
 #endif
-import PushFleetCore
-import PushFleetServices
+public import PushFleetCore
+
+/// Told of each batch a ``FileTokenSource`` reads: a progress bar, say.
+public protocol AudienceReadProgress {
+    /// `count` more tokens were read; `ended` when the file is.
+    mutating func advance(by count: Int, ended: Bool)
+}
 
 /// A token file (or standard input) as a launch audience; errors name the file and line.
-struct FileTokenSource: TokenSource {
-    let reader: TokenFileReader
+public struct FileTokenSource: TokenSource {
+    public let reader: TokenFileReader
     /// Required size of every token in bytes (32 for the binary protocol), or `nil`.
     let requiredSize: Int?
-    /// Drawn after each batch, when reading a file on behalf of a terminal.
-    var progress: FileProgress?
+    /// Told after each batch.
+    var progress: (any AudienceReadProgress)?
     /// Tokens alone (``PersonalizedFileTokenSource`` packs the values of a template's fields).
-    var batchValues: RecipientValueList? { nil }
+    public var batchValues: RecipientValueList? { nil }
 
-    init(reader: TokenFileReader, requiredSize: Int?) {
+    public init(reader: TokenFileReader, requiredSize: Int?, progress: (any AudienceReadProgress)? = nil) {
         self.reader = reader
         self.requiredSize = requiredSize
-        self.progress = FileProgress(reader)
+        self.progress = progress
     }
 
-    mutating func next(upTo maximum: Int) async throws -> [DeviceToken] {
+    public mutating func next(upTo maximum: Int) async throws -> [DeviceToken] {
         let tokens = try self.reader.read(upTo: maximum)
         self.progress?.advance(by: tokens.count, ended: tokens.isEmpty)
         if let required = self.requiredSize, let wrong = tokens.firstIndex(where: { $0.count != required }) {
-            throw CLIError("\(self.reader.path):\(self.reader.lineOf(tokenAtBatchIndex: wrong)): \(DeviceTokenError.wrongSize(byteCount: tokens[wrong].count, required: required, protocolName: "binary protocol"))")
+            throw AudienceFileError("\(self.reader.path):\(self.reader.lineOf(tokenAtBatchIndex: wrong)): \(DeviceTokenError.wrongSize(byteCount: tokens[wrong].count, required: required, protocolName: "binary protocol"))")
         }
         return tokens
     }
@@ -33,25 +38,25 @@ struct FileTokenSource: TokenSource {
 /// An audience file whose recipients' fields fill a payload template: each recipient's values
 /// packed as its shard will keep them, and the payload rendered from them checked against the
 /// format's limit. Errors name the file and line.
-struct PersonalizedFileTokenSource: TokenSource {
+public struct PersonalizedFileTokenSource: TokenSource {
     var tokens: FileTokenSource
     let template: PayloadTemplate
     let format: PayloadFormat
-    private(set) var batchValues: RecipientValueList? = RecipientValueList()
+    public private(set) var batchValues: RecipientValueList? = RecipientValueList()
 
     /// - Parameter tokens: read with ``TokenFileReader/fields`` the template's fields, in order.
-    init(_ tokens: FileTokenSource, template: PayloadTemplate, format: PayloadFormat) {
+    public init(_ tokens: FileTokenSource, template: PayloadTemplate, format: PayloadFormat) {
         precondition(tokens.reader.fields == template.fields)
         self.tokens = tokens
         self.template = template
         self.format = format
     }
 
-    mutating func next(upTo maximum: Int) async throws -> [DeviceToken] {
+    public mutating func next(upTo maximum: Int) async throws -> [DeviceToken] {
         let batch = try await self.tokens.next(upTo: maximum)
         let reader = self.tokens.reader
         if !batch.isEmpty, !reader.hasFields {
-            throw CLIError(
+            throw AudienceFileError(
                 "\(reader.path): the payload is a template (it names \(self.template.fields.map { "{{\($0)}}" }.joined(separator: ", "))), "
                     + "but the audience has no fields: give CSV with a header line, or JSON lines"
             )
@@ -74,37 +79,8 @@ struct PersonalizedFileTokenSource: TokenSource {
         do {
             try RecipientValues.append(to: &list, template, format: format, valueAt: value)
         } catch {
-            throw CLIError("\(reader.path):\(reader.lineOf(tokenAtBatchIndex: index)): \(error)")
+            throw AudienceFileError("\(reader.path):\(reader.lineOf(tokenAtBatchIndex: index)): \(error)")
         }
-    }
-}
-
-/// A progress bar for reading a token file, on standard error when it is a terminal: tokens read,
-/// of as many as the file's size suggests at the bytes per line seen so far.
-struct FileProgress {
-    private let reader: TokenFileReader
-    private let size: Int
-    private var bar: ProgressBar
-    private var tokens = 0
-    private var drawnAt = 0.0
-
-    /// Nil unless standard error is a terminal and the reader reads a regular file.
-    init?(_ reader: TokenFileReader) {
-        guard isatty(STDERR_FILENO) == 1, let size = reader.size, size > 0 else { return nil }
-        self.reader = reader
-        self.size = size
-        self.bar = ProgressBar(total: 0)
-    }
-
-    mutating func advance(by count: Int, ended: Bool) {
-        self.tokens += count
-        let now = monotonicSeconds()
-        guard ended || now - self.drawnAt >= 0.2 else { return }
-        self.drawnAt = now
-        let read = max(1, self.reader.bytesRead)
-        self.bar.total = ended ? self.tokens : max(self.tokens, Int(Double(self.tokens) * Double(self.size) / Double(read)))
-        self.bar.draw(done: self.tokens, detail: "read from \(self.reader.path)")
-        if ended { self.bar.finish() }
     }
 }
 
@@ -112,24 +88,24 @@ struct FileProgress {
 /// its tokens, locales and time zones (the reader's first two fields); errors name the file and line.
 /// The recipients of a part whose payload is a template get their values packed from the fields
 /// after those, each rendering checked against the format's limit.
-struct FilePlannedTokenSource: PlannedTokenSource {
+public struct FilePlannedTokenSource: PlannedTokenSource {
     var tokens: FileTokenSource
-    private(set) var plan: LaunchPlan
-    private(set) var batchValues: RecipientValueList?
+    public private(set) var plan: LaunchPlan
+    public private(set) var batchValues: RecipientValueList?
     /// Each part's template, and where the reader holds each of its fields, as parts are made.
     private var templates: [(template: PayloadTemplate, fields: [Int])?] = []
     let format: PayloadFormat
 
     /// - Parameter tokens: read with ``TokenFileReader/fields`` the locale's and the zone's
     ///   fields, then every field the plan's templates name (``fields(of:)``).
-    init(_ tokens: FileTokenSource, plan: LaunchPlan, format: PayloadFormat) {
+    public init(_ tokens: FileTokenSource, plan: LaunchPlan, format: PayloadFormat) {
         self.tokens = tokens
         self.plan = plan
         self.format = format
     }
 
     /// The fields the templates among `payloads` name, each once, in order.
-    static func fields(of payloads: [Payload]) -> [String] {
+    public static func fields(of payloads: [Payload]) -> [String] {
         var fields: [String] = []
         for payload in payloads {
             for field in ((try? PayloadTemplate(payload.bytes)) ?? nil)?.fields ?? [] where !fields.contains(field) { fields.append(field) }
@@ -137,12 +113,12 @@ struct FilePlannedTokenSource: PlannedTokenSource {
         return fields
     }
 
-    mutating func next(upTo maximum: Int) async throws -> [(token: DeviceToken, part: Int)] {
+    public mutating func next(upTo maximum: Int) async throws -> [(token: DeviceToken, part: Int)] {
         let batch = try await self.tokens.next(upTo: maximum)
         let reader = self.tokens.reader
         let recipients = batch.enumerated().map { index, token in (token, reader.batchValues[index][0], reader.batchValues[index][1]) }
         let planned = try self.plan.parts(of: recipients) { index, error in
-            CLIError("\(reader.path):\(reader.lineOf(tokenAtBatchIndex: index)): \(error)")
+            AudienceFileError("\(reader.path):\(reader.lineOf(tokenAtBatchIndex: index)): \(error)")
         }
         while self.templates.count < self.plan.parts.count {
             self.templates.append(self.plan.parts[self.templates.count].template.map { template in
@@ -154,7 +130,7 @@ struct FilePlannedTokenSource: PlannedTokenSource {
             return planned
         }
         if !batch.isEmpty, !reader.hasFields {
-            throw CLIError("\(reader.path): a payload of this launch is a template, but the audience has no fields: give CSV with a header line, or JSON lines")
+            throw AudienceFileError("\(reader.path): a payload of this launch is a template, but the audience has no fields: give CSV with a header line, or JSON lines")
         }
         var packed = RecipientValueList()
         for (index, recipient) in planned.enumerated() {
