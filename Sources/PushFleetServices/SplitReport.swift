@@ -3,7 +3,7 @@ public import PushFleetPostgres
 
 /// The progress of a launch in parts (a split test, localized payloads, local-time delivery) as
 /// `pushfleet status ID` prints it: each part's campaign side by side, and their sum.
-public struct SplitReport: Sendable {
+public struct SplitReport: Sendable, Encodable {
     public let id: UUID
     /// One per part (a split test's variant), by name.
     public let variants: [StatusReport]
@@ -31,13 +31,8 @@ public struct SplitReport: Sendable {
         return .running
     }
 
-    public var json: String {
-        let q = StatusReport.quote
-        let rejected = StatusReport.json(rejected: self.rejected)
-        return #"{"id":\#(q(self.id.uuidString.lowercased())),"split":true,"state":\#(q(self.state.rawValue)),"total":\#(self.total),"#
-            + #""accepted":\#(self.accepted),"rejected":\#(rejected),"pending":\#(self.pending),"resent":\#(self.resent),"#
-            + #""cancelled":\#(self.cancelled),"variants":[\#(self.variants.map(\.json).joined(separator: ","))]}"#
-    }
+    /// One JSON object: the sums, `"split": true`, and each variant's `status --json` object.
+    public var json: String { PushFleetJSON.encode(self) }
 
     public var text: String {
         func row(_ cells: [String]) -> String {
@@ -63,5 +58,26 @@ public struct SplitReport: Sendable {
         }
         lines.append(row(["all", "", "\(self.total)", "\(self.accepted)", "\(self.rejected.values.reduce(0, +))", "\(self.pending)", ""]))
         return lines.joined(separator: "\n")
+    }
+}
+
+extension SplitReport {
+    enum CodingKeys: String, CodingKey {
+        case id, split, state, total, accepted, rejected, pending, resent, cancelled, variants
+    }
+
+    /// The fields of ``json``.
+    public func encode(to encoder: any Encoder) throws {
+        var container = encoder.container(keyedBy: CodingKeys.self)
+        try container.encode(self.id.uuidString.lowercased(), forKey: .id)
+        try container.encode(true, forKey: .split)
+        try container.encode(self.state.rawValue, forKey: .state)
+        try container.encode(self.total, forKey: .total)
+        try container.encode(self.accepted, forKey: .accepted)
+        try container.encode(self.rejected, forKey: .rejected)
+        try container.encode(self.pending, forKey: .pending)
+        try container.encode(self.resent, forKey: .resent)
+        try container.encode(self.cancelled, forKey: .cancelled)
+        try container.encode(self.variants, forKey: .variants)
     }
 }

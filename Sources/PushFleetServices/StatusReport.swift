@@ -3,7 +3,7 @@ public import Foundation
 public import PushFleetPostgres
 
 /// A campaign's progress as `pushfleet status` prints it: text for people, JSON for tools.
-public struct StatusReport: Sendable {
+public struct StatusReport: Sendable, Encodable {
     public let record: CampaignRecord
     /// Settled notifications per second since the campaign started (until it finished).
     public let rate: Double
@@ -22,39 +22,7 @@ public struct StatusReport: Sendable {
     public var settled: Int { self.record.accepted + self.record.rejected.values.reduce(0, +) }
 
     /// One JSON object with the fields of the design's `status --json`.
-    public var json: String {
-        let r = self.record
-        let rejected = Self.json(rejected: r.rejected)
-        let fields: [(String, String)] = [
-            ("id", Self.quote(r.id.uuidString.lowercased())),
-            ("state", Self.quote(r.state.rawValue)),
-            ("topic", Self.quote(r.topic)),
-            ("environment", Self.quote(r.environment.rawValue)),
-            ("total", "\(r.total)"),
-            ("accepted", "\(r.accepted)"),
-            ("rejected", rejected),
-            ("pending", "\(r.pending)"),
-            ("resent", "\(r.resent)"),
-            ("retried", "\(r.retried)"),
-            ("cancelled", "\(r.cancelled)"),
-            ("duplicates_dropped", "\(r.duplicatesDropped)"),
-            ("shards", "\(r.shardCount)"),
-            ("shards_done", "\(r.doneShards)"),
-            ("dead_shards", "[" + r.deadShards.map(String.init).joined(separator: ",") + "]"),
-            ("reason", r.stateReason.map(Self.quote) ?? "null"),
-            ("resumes_at", r.autoResumeAt.map { Self.quote(Self.timestamp($0)) } ?? "null"),
-            ("rate", String(format: "%.1f", self.rate)),
-            ("rate_limit", r.rateLimit.map(String.init) ?? "null"),
-            ("starts_at", r.startsAt.map { Self.quote(Self.timestamp($0)) } ?? "null"),
-            ("split_id", r.splitID.map { Self.quote($0.uuidString.lowercased()) } ?? "null"),
-            ("variant", r.variant.map(Self.quote) ?? "null"),
-            ("eta_seconds", self.etaSeconds.map { String(format: "%.1f", $0) } ?? "null"),
-            ("created_at", Self.quote(Self.timestamp(r.createdAt))),
-            ("started_at", r.startedAt.map { Self.quote(Self.timestamp($0)) } ?? "null"),
-            ("finished_at", r.finishedAt.map { Self.quote(Self.timestamp($0)) } ?? "null"),
-        ]
-        return "{" + fields.map { "\"\($0.0)\":\($0.1)" }.joined(separator: ",") + "}"
-    }
+    public var json: String { PushFleetJSON.encode(self) }
 
     public var text: String {
         let r = self.record
@@ -83,11 +51,6 @@ public struct StatusReport: Sendable {
         return lines.joined(separator: "\n")
     }
 
-    /// Rejections by reason as a JSON object, reasons in order.
-    static func json(rejected: [String: Int]) -> String {
-        "{" + rejected.sorted { $0.key < $1.key }.map { "\(Self.quote($0.key)):\($0.value)" }.joined(separator: ",") + "}"
-    }
-
     /// `text` as a JSON string literal.
     public static func quote(_ text: String) -> String {
         var out = "\""
@@ -106,5 +69,59 @@ public struct StatusReport: Sendable {
     /// `date` in ISO 8601, as every JSON object of PushFleet writes times.
     public static func timestamp(_ date: Date) -> String {
         date.formatted(.iso8601)
+    }
+}
+
+extension StatusReport {
+    /// The keys of ``json``, as the design names them.
+    enum CodingKeys: String, CodingKey {
+        case id, state, topic, environment, total, accepted, rejected, pending, resent, retried, cancelled
+        case duplicatesDropped = "duplicates_dropped"
+        case shards
+        case shardsDone = "shards_done"
+        case deadShards = "dead_shards"
+        case reason
+        case resumesAt = "resumes_at"
+        case rate
+        case rateLimit = "rate_limit"
+        case startsAt = "starts_at"
+        case splitID = "split_id"
+        case variant
+        case etaSeconds = "eta_seconds"
+        case createdAt = "created_at"
+        case startedAt = "started_at"
+        case finishedAt = "finished_at"
+    }
+
+    /// The fields of ``json``; what a campaign lacks is `null`. Rate and ETA to a tenth.
+    public func encode(to encoder: any Encoder) throws {
+        let r = self.record
+        var container = encoder.container(keyedBy: CodingKeys.self)
+        try container.encode(r.id.uuidString.lowercased(), forKey: .id)
+        try container.encode(r.state.rawValue, forKey: .state)
+        try container.encode(r.topic, forKey: .topic)
+        try container.encode(r.environment.rawValue, forKey: .environment)
+        try container.encode(r.total, forKey: .total)
+        try container.encode(r.accepted, forKey: .accepted)
+        try container.encode(r.rejected, forKey: .rejected)
+        try container.encode(r.pending, forKey: .pending)
+        try container.encode(r.resent, forKey: .resent)
+        try container.encode(r.retried, forKey: .retried)
+        try container.encode(r.cancelled, forKey: .cancelled)
+        try container.encode(r.duplicatesDropped, forKey: .duplicatesDropped)
+        try container.encode(r.shardCount, forKey: .shards)
+        try container.encode(r.doneShards, forKey: .shardsDone)
+        try container.encode(r.deadShards, forKey: .deadShards)
+        try container.encode(r.stateReason, forKey: .reason)
+        try container.encode(r.autoResumeAt.map(Self.timestamp), forKey: .resumesAt)
+        try container.encode(PushFleetJSON.rounded(self.rate, places: 1), forKey: .rate)
+        try container.encode(r.rateLimit, forKey: .rateLimit)
+        try container.encode(r.startsAt.map(Self.timestamp), forKey: .startsAt)
+        try container.encode(r.splitID.map { $0.uuidString.lowercased() }, forKey: .splitID)
+        try container.encode(r.variant, forKey: .variant)
+        try container.encode(self.etaSeconds.map { PushFleetJSON.rounded($0, places: 1) }, forKey: .etaSeconds)
+        try container.encode(Self.timestamp(r.createdAt), forKey: .createdAt)
+        try container.encode(r.startedAt.map(Self.timestamp), forKey: .startedAt)
+        try container.encode(r.finishedAt.map(Self.timestamp), forKey: .finishedAt)
     }
 }

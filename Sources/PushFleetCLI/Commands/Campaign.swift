@@ -76,7 +76,7 @@ struct Campaign: AsyncParsableCommand {
             }
             let reports = records.map { StatusReport(record: $0) }
             if self.json {
-                print("[" + reports.map(\.json).joined(separator: ",") + "]")
+                print(PushFleetJSON.encode(reports))
                 return
             }
             let rows = [["CAMPAIGN", "STATE", "TOPIC", "ENV", "TOTAL", "ACCEPTED", "REJECTED", "PENDING", "CREATED"]] + reports.map { report in
