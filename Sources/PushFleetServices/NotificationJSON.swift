@@ -6,33 +6,56 @@ public import PushFleetPostgres
 /// --json` prints and `GET /v1/notifications/{id}` answers.
 public enum NotificationJSON {
     public static func render(_ report: NotificationReport) -> String {
-        let r = report.record
-        let quote = StatusReport.quote
-        let devices = report.devices.map { device in
-            let fields: [(String, String)] = [
-                ("token", quote(device.token.hexString)),
-                ("user", device.user.map(quote) ?? "null"),
-                ("status", quote(device.status.rawValue)),
-                ("reason", device.reason.map(quote) ?? "null"),
-                ("apns_timestamp", device.apnsTimestampMilliseconds.map { "\($0)" } ?? "null"),
-            ]
-            return "{" + fields.map { "\"\($0.0)\":\($0.1)" }.joined(separator: ",") + "}"
+        PushFleetJSON.encode(Notification(report: report))
+    }
+
+    /// The object: the notification's fields, its counts by status, and its devices.
+    struct Notification: Encodable {
+        let report: NotificationReport
+
+        enum CodingKeys: String, CodingKey {
+            case id, state, topic, environment, audience, total, accepted, rejected, pending, resent
+            case createdAt = "created_at"
+            case finishedAt = "finished_at"
+            case devices
         }
-        let fields: [(String, String)] = [
-            ("id", quote(r.id.uuidString.lowercased())),
-            ("state", quote(r.state.rawValue)),
-            ("topic", quote(r.topic)),
-            ("environment", quote(r.environment.rawValue)),
-            ("audience", report.audience.map(quote) ?? "null"),
-            ("total", "\(r.total)"),
-            ("accepted", "\(report.devices.count { $0.status == .accepted })"),
-            ("rejected", "\(report.devices.count { $0.status == .rejected })"),
-            ("pending", "\(report.devices.count { $0.status == .pending })"),
-            ("resent", "\(r.resent)"),
-            ("created_at", quote(StatusReport.timestamp(r.createdAt))),
-            ("finished_at", r.finishedAt.map { quote(StatusReport.timestamp($0)) } ?? "null"),
-            ("devices", "[" + devices.joined(separator: ",") + "]"),
-        ]
-        return "{" + fields.map { "\"\($0.0)\":\($0.1)" }.joined(separator: ",") + "}"
+
+        func encode(to encoder: any Encoder) throws {
+            let r = self.report.record
+            let devices = self.report.devices
+            var container = encoder.container(keyedBy: CodingKeys.self)
+            try container.encode(r.id.uuidString.lowercased(), forKey: .id)
+            try container.encode(r.state.rawValue, forKey: .state)
+            try container.encode(r.topic, forKey: .topic)
+            try container.encode(r.environment.rawValue, forKey: .environment)
+            try container.encode(self.report.audience, forKey: .audience)
+            try container.encode(r.total, forKey: .total)
+            try container.encode(devices.count { $0.status == .accepted }, forKey: .accepted)
+            try container.encode(devices.count { $0.status == .rejected }, forKey: .rejected)
+            try container.encode(devices.count { $0.status == .pending }, forKey: .pending)
+            try container.encode(r.resent, forKey: .resent)
+            try container.encode(StatusReport.timestamp(r.createdAt), forKey: .createdAt)
+            try container.encode(r.finishedAt.map(StatusReport.timestamp), forKey: .finishedAt)
+            try container.encode(devices.map(Device.init), forKey: .devices)
+        }
+    }
+
+    /// One device's outcome; what it lacks is `null`.
+    struct Device: Encodable {
+        let outcome: DeviceOutcome
+
+        enum CodingKeys: String, CodingKey {
+            case token, user, status, reason
+            case apnsTimestamp = "apns_timestamp"
+        }
+
+        func encode(to encoder: any Encoder) throws {
+            var container = encoder.container(keyedBy: CodingKeys.self)
+            try container.encode(self.outcome.token.hexString, forKey: .token)
+            try container.encode(self.outcome.user, forKey: .user)
+            try container.encode(self.outcome.status.rawValue, forKey: .status)
+            try container.encode(self.outcome.reason, forKey: .reason)
+            try container.encode(self.outcome.apnsTimestampMilliseconds, forKey: .apnsTimestamp)
+        }
     }
 }
