@@ -96,11 +96,7 @@ public struct APIServer: Sendable {
         } catch let error as LaunchError {
             throw error.isConflict ? HTTPError(.conflict, message: error.message) : Self.badRequest(error.message)
         }
-        let id = result.id.uuidString.lowercased()
-        return Self.json(
-            result.created ? .accepted : .ok,
-            #"{"id":"\#(id)","devices":\#(result.devices),"created":\#(result.created),"href":"/v1/notifications/\#(id)"}"#
-        )
+        return Self.json(result.created ? .accepted : .ok, PushFleetJSON.encode(NotifyAnswer(result)))
     }
 
     private func notification(_ request: Request, _ context: BasicRequestContext) async throws -> Response {
@@ -125,12 +121,10 @@ public struct APIServer: Sendable {
             registeredAt: body.registeredAt ?? Date(), locale: body.locale, timeZone: body.timeZone
         )
         let registered = try await Self.refusingBadInput { try await self.store.registerDevice(registration) }
-        let fields = [
-            #""token":"\#(token.hexString)""#, #""status":"\#(registered.status.rawValue)""#,
-            #""owner":\#(Self.quoted(registered.owner))"#,
-            #""previous_owner":\#(registered.previousOwner.map(Self.quoted) ?? "null")"#,
-        ]
-        return Self.json(.ok, "{" + fields.joined(separator: ",") + "}")
+        let answer = DeviceAnswer(
+            token: token.hexString, status: registered.status.rawValue, owner: registered.owner, previousOwner: registered.previousOwner
+        )
+        return Self.json(.ok, PushFleetJSON.encode(answer))
     }
 
     private func deleteDevice(_ request: Request, _ context: BasicRequestContext) async throws -> Response {
@@ -161,7 +155,7 @@ public struct APIServer: Sendable {
         let group = context.parameters.get("id") ?? ""
         let users = try await Self.decode(request, context, limit: Self.smallBodyLimit, as: GroupMembersBody.init).users
         try await Self.refusingBadInput { try await self.store.setGroupMembers(group, users: users) }
-        return Self.json(.ok, #"{"group":\#(Self.quoted(group)),"users":[\#(users.sorted().map(Self.quoted).joined(separator: ","))]}"#)
+        return Self.json(.ok, PushFleetJSON.encode(GroupAnswer(group: group, users: users.sorted())))
     }
 
     // MARK: - Campaigns
@@ -212,11 +206,7 @@ public struct APIServer: Sendable {
         } catch let error as LaunchError {
             throw error.isConflict ? HTTPError(.conflict, message: error.message) : Self.badRequest(error.message)
         }
-        let id = result.id.uuidString.lowercased()
-        return Self.json(
-            result.created ? .created : .ok,
-            #"{"id":"\#(id)","total":\#(result.total),"duplicates_dropped":\#(result.duplicatesDropped),"shards":\#(result.shardCount),"created":\#(result.created),"href":"/v1/campaigns/\#(id)"}"#
-        )
+        return Self.json(result.created ? .created : .ok, result.json(href: "/v1/campaigns/\(result.id.uuidString.lowercased())"))
     }
 
     /// `POST /v1/campaigns` with `variants`, `localized` or `local_time`: a launch in parts, as
@@ -261,11 +251,7 @@ public struct APIServer: Sendable {
         } catch let error as LaunchError {
             throw error.isConflict ? HTTPError(.conflict, message: error.message) : Self.badRequest(error.message)
         }
-        let text = id.uuidString.lowercased()
-        return Self.json(
-            result.created ? .created : .ok,
-            #"{"id":"\#(text)","split":true,"total":\#(result.total),"created":\#(result.created),"variants":\#(result.partsJSON(variants: variants)),"href":"/v1/campaigns/\#(text)"}"#
-        )
+        return Self.json(result.created ? .created : .ok, PushFleetJSON.encode(PartsAnswer(result, variants: variants)))
     }
 
     private func campaign(_ request: Request, _ context: BasicRequestContext) async throws -> Response {
@@ -350,8 +336,6 @@ public struct APIServer: Sendable {
     static func json(_ status: HTTPResponse.Status, _ text: String) -> Response {
         Response(status: status, headers: [.contentType: "application/json"], body: .init(byteBuffer: ByteBuffer(string: text + "\n")))
     }
-
-    static func quoted(_ text: String) -> String { StatusReport.quote(text) }
 }
 
 /// The recipients of a `POST /v1/campaigns` body, planned by their tokens, locales and zones;

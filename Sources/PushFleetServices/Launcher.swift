@@ -52,6 +52,11 @@ public struct Launcher: Sendable {
         public var shardCount: Int
         /// `false` when a campaign with this id existed already and nothing was changed.
         public var created: Bool
+
+        /// The result as JSON: the campaign's id, recipients, duplicates dropped, shards and
+        /// whether it was created now, as `launch --json` prints it; `POST /v1/campaigns` adds
+        /// where to follow the campaign (`href`).
+        public func json(href: String? = nil) -> String { PushFleetJSON.encode(LaunchedJSON(result: self, href: href)) }
     }
 
     public let queue: CampaignQueue
@@ -248,5 +253,27 @@ public struct Launcher: Sendable {
             return false
         }
         return try await self.queue.publish(CampaignDescriptor(campaign, status: status), launch: launch)
+    }
+}
+
+/// The object of ``Launcher/Result/json(href:)``; without `href`, no such field.
+private struct LaunchedJSON: Encodable {
+    let result: Launcher.Result
+    let href: String?
+
+    enum CodingKeys: String, CodingKey {
+        case id, total
+        case duplicatesDropped = "duplicates_dropped"
+        case shards, created, href
+    }
+
+    func encode(to encoder: any Encoder) throws {
+        var container = encoder.container(keyedBy: CodingKeys.self)
+        try container.encode(self.result.id.uuidString.lowercased(), forKey: .id)
+        try container.encode(self.result.total, forKey: .total)
+        try container.encode(self.result.duplicatesDropped, forKey: .duplicatesDropped)
+        try container.encode(self.result.shardCount, forKey: .shards)
+        try container.encode(self.result.created, forKey: .created)
+        try container.encodeIfPresent(self.href, forKey: .href)
     }
 }

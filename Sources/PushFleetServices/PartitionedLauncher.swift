@@ -24,17 +24,42 @@ public struct PartitionedLauncher: Sendable {
         public var created: Bool { self.parts.contains { $0.launch.created } }
         public var total: Int { self.parts.reduce(0) { $0 + $1.launch.total } }
 
-        /// The parts as a JSON array, as `launch --json` and `POST /v1/campaigns` print them: each
-        /// part's name, campaign id, weight (a split test's variants), total, start (local time)
-        /// and whether it was created now.
-        public func partsJSON(variants: [SplitTest.Variant]) -> String {
-            let parts = self.parts.map { p in
-                let weight = variants.first { $0.name == p.part.payloadName }.map { #","weight":\#($0.weight)"# } ?? ""
-                let start = p.part.startsAt.map { #","starts_at":\#(StatusReport.quote(StatusReport.timestamp($0)))"# } ?? ""
-                return #"{"name":\#(StatusReport.quote(p.part.name)),"id":"\#(p.launch.id.uuidString.lowercased())"\#(weight),"#
-                    + #""total":\#(p.launch.total)\#(start),"created":\#(p.launch.created)}"#
+        /// The parts as `launch --json` and `POST /v1/campaigns` print them, in order.
+        public func summaries(variants: [SplitTest.Variant]) -> [PartSummary] {
+            self.parts.map { p in
+                PartSummary(
+                    name: p.part.name, id: p.launch.id, weight: variants.first { $0.name == p.part.payloadName }?.weight,
+                    total: p.launch.total, startsAt: p.part.startsAt, created: p.launch.created
+                )
             }
-            return "[" + parts.joined(separator: ",") + "]"
+        }
+    }
+
+    /// One part in JSON: its name, campaign id, weight (a split test's variants only), total,
+    /// start (local-time parts only) and whether it was created now. A part without a weight or
+    /// a start has no such field (not `null`).
+    public struct PartSummary: Sendable, Hashable, Encodable {
+        public var name: String
+        public var id: UUID
+        public var weight: Int?
+        public var total: Int
+        public var startsAt: Date?
+        public var created: Bool
+
+        enum CodingKeys: String, CodingKey {
+            case name, id, weight, total
+            case startsAt = "starts_at"
+            case created
+        }
+
+        public func encode(to encoder: any Encoder) throws {
+            var container = encoder.container(keyedBy: CodingKeys.self)
+            try container.encode(self.name, forKey: .name)
+            try container.encode(self.id.uuidString.lowercased(), forKey: .id)
+            try container.encodeIfPresent(self.weight, forKey: .weight)
+            try container.encode(self.total, forKey: .total)
+            try container.encodeIfPresent(self.startsAt.map(StatusReport.timestamp), forKey: .startsAt)
+            try container.encode(self.created, forKey: .created)
         }
     }
 

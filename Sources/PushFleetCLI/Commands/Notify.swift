@@ -91,7 +91,7 @@ struct Notify: AsyncParsableCommand {
         let id = result.id.uuidString.lowercased()
         if !result.created { writeStandardError("notification \(id) exists already; nothing was sent again\n") }
         guard let report else {
-            print(self.json ? "{\"id\":\"\(id)\",\"devices\":\(result.devices),\"created\":\(result.created)}" : id)
+            print(self.json ? PushFleetJSON.encode(Notified(id: id, devices: result.devices, created: result.created)) : id)
             return
         }
         if self.json {
@@ -106,4 +106,12 @@ struct Notify: AsyncParsableCommand {
         if !report.record.state.isFinal { throw ExitCode(5) }
         if report.devices.contains(where: { $0.status != .accepted }) { throw ExitCode(4) }
     }
+}
+
+/// `notify --json` without `--wait`: the notification's id, the devices it goes to, and whether it
+/// was created now.
+private struct Notified: Encodable {
+    let id: String
+    let devices: Int
+    let created: Bool
 }
