@@ -32,14 +32,38 @@ enum Dashboard {
     static func json(store: CampaignStore, queue: CampaignQueue) async throws -> String {
         let campaigns = try await store.recentCampaigns(in: CampaignState.allCases, limit: Self.campaignLimit)
         let workers = try await queue.aliveWorkers(within: Self.aliveWindow)
-        let quote = StatusReport.quote
-        let workerObjects = workers.map { worker in
-            #"{"worker":\#(quote(worker.worker)),"topic":\#(quote(worker.topic)),"environment":\#(quote(worker.environment.rawValue)),"#
-                + #""last_seen":\#(quote(StatusReport.timestamp(worker.lastSeen)))}"#
+        let answer = Answer(generatedAt: StatusReport.timestamp(Date()), campaigns: campaigns.map { StatusReport(record: $0) }, workers: workers.map(Worker.init))
+        return PushFleetJSON.encode(answer)
+    }
+
+    /// The object of `/dashboard.json`.
+    struct Answer: Encodable {
+        let generatedAt: String
+        let campaigns: [StatusReport]
+        let workers: [Worker]
+
+        enum CodingKeys: String, CodingKey {
+            case generatedAt = "generated_at"
+            case campaigns, workers
         }
-        return #"{"generated_at":\#(quote(StatusReport.timestamp(Date()))),"#
-            + #""campaigns":[\#(campaigns.map { StatusReport(record: $0).json }.joined(separator: ","))],"#
-            + #""workers":[\#(workerObjects.joined(separator: ","))]}"#
+    }
+
+    /// A worker alive: its name, topic and environment, and when it last said so.
+    struct Worker: Encodable {
+        let presence: CampaignQueue.WorkerPresence
+
+        enum CodingKeys: String, CodingKey {
+            case worker, topic, environment
+            case lastSeen = "last_seen"
+        }
+
+        func encode(to encoder: any Encoder) throws {
+            var container = encoder.container(keyedBy: CodingKeys.self)
+            try container.encode(self.presence.worker, forKey: .worker)
+            try container.encode(self.presence.topic, forKey: .topic)
+            try container.encode(self.presence.environment.rawValue, forKey: .environment)
+            try container.encode(StatusReport.timestamp(self.presence.lastSeen), forKey: .lastSeen)
+        }
     }
 
     static let page = #"""
