@@ -86,7 +86,32 @@ struct Send: AsyncParsableCommand {
         var rejectedTokens: [(DeviceToken, String)]
         var unsettled: Int
         /// The protocol's own counters, in summary order.
-        var counters: [(String, String)]
+        var counters: [(String, Int)]
+    }
+
+    /// A value of the summary: a count, a number to some decimals, or counts by reason.
+    private enum SummaryValue: Encodable {
+        case count(Int)
+        case decimal(Double, places: Int)
+        case reasons([String: Int])
+
+        /// As the summary on standard error shows it (a decimal with all its places).
+        var text: String {
+            switch self {
+            case .count(let count): "\(count)"
+            case .decimal(let value, let places): String(format: "%.\(places)f", value)
+            case .reasons(let reasons): PushFleetJSON.encode(reasons)
+            }
+        }
+
+        func encode(to encoder: any Encoder) throws {
+            var container = encoder.singleValueContainer()
+            switch self {
+            case .count(let count): try container.encode(count)
+            case .decimal(let value, let places): try container.encode(PushFleetJSON.rounded(value, places: places))
+            case .reasons(let reasons): try container.encode(reasons)
+            }
+        }
     }
 
     func run() async throws {
@@ -118,21 +143,21 @@ struct Send: AsyncParsableCommand {
 
         for (token, reason) in outcome.rejectedTokens { print("\(token)\t\(reason)") }
         let cpu = usage.cpuSeconds - cpuBefore.cpuSeconds
-        let summary: [(String, String)] = [
-            ("notifications", "\(count)"),
-            ("accepted", "\(outcome.accepted)"),
-            ("rejected", "{" + outcome.rejected.sorted { $0.key < $1.key }.map { "\"\($0.key)\":\($0.value)" }.joined(separator: ",") + "}"),
-            ("unsettled", "\(outcome.unsettled)"),
-            ("seconds", String(format: "%.3f", seconds)),
-            ("per_second", String(format: "%.0f", Double(count) / max(seconds, 1e-9))),
-            ("cpu_seconds", String(format: "%.3f", cpu)),
-            ("cpu_us_per_notification", String(format: "%.2f", count > 0 ? cpu * 1e6 / Double(count) : 0)),
-            ("max_rss_mb", String(format: "%.1f", Double(usage.maxResidentBytes) / 1_048_576)),
-        ] + outcome.counters
+        let summary: [(String, SummaryValue)] = [
+            ("notifications", .count(count)),
+            ("accepted", .count(outcome.accepted)),
+            ("rejected", .reasons(outcome.rejected)),
+            ("unsettled", .count(outcome.unsettled)),
+            ("seconds", .decimal(seconds, places: 3)),
+            ("per_second", .decimal(Double(count) / max(seconds, 1e-9), places: 0)),
+            ("cpu_seconds", .decimal(cpu, places: 3)),
+            ("cpu_us_per_notification", .decimal(count > 0 ? cpu * 1e6 / Double(count) : 0, places: 2)),
+            ("max_rss_mb", .decimal(Double(usage.maxResidentBytes) / 1_048_576, places: 1)),
+        ] + outcome.counters.map { ($0.0, .count($0.1)) }
         if self.json {
-            print("{" + summary.map { "\"\($0.0)\":\($0.1)" }.joined(separator: ",") + "}")
+            print(PushFleetJSON.encode(Dictionary(uniqueKeysWithValues: summary)))
         } else {
-            FileHandle.standardError.write(Data((summary.map { "\($0.0): \($0.1)" }.joined(separator: "\n") + "\n").utf8))
+            FileHandle.standardError.write(Data((summary.map { "\($0.0): \($0.1.text)" }.joined(separator: "\n") + "\n").utf8))
         }
         if outcome.unsettled > 0 {
             throw CLIError("\(outcome.unsettled) notifications could not be settled with \(endpoint)")
@@ -156,12 +181,12 @@ struct Send: AsyncParsableCommand {
             accepted: result.accepted, rejected: result.rejected, rejectedTokens: result.rejectedTokens.map { ($0.0, $0.1.reason.rawValue) },
             unsettled: result.unsettled,
             counters: [
-                ("connections_opened", "\(result.statistics.connectionsOpened)"),
-                ("frames_written", "\(result.statistics.framesWritten)"),
-                ("frames_written_in_vain", "\(result.statistics.framesResent)"),
-                ("sentinels", "\(result.statistics.sentinels)"),
-                ("silent_closes", "\(result.statistics.silentCloses)"),
-                ("connect_failures", "\(result.statistics.connectFailures)"),
+                ("connections_opened", result.statistics.connectionsOpened),
+                ("frames_written", result.statistics.framesWritten),
+                ("frames_written_in_vain", result.statistics.framesResent),
+                ("sentinels", result.statistics.sentinels),
+                ("silent_closes", result.statistics.silentCloses),
+                ("connect_failures", result.statistics.connectFailures),
             ]
         ))
     }
@@ -185,13 +210,13 @@ struct Send: AsyncParsableCommand {
             accepted: result.accepted, rejected: result.rejected, rejectedTokens: result.rejectedTokens.map { ($0.0, $0.1.reason.rawValue) },
             unsettled: result.unsettled,
             counters: [
-                ("connections_opened", "\(statistics.connectionsOpened)"),
-                ("requests_written", "\(statistics.requestsWritten)"),
-                ("retries", "\(statistics.retries)"),
-                ("resent_after_connection_loss", "\(statistics.resentAfterConnectionLoss)"),
-                ("go_aways", "\(statistics.goAways)"),
-                ("request_timeouts", "\(statistics.requestTimeouts)"),
-                ("connect_failures", "\(statistics.connectFailures)"),
+                ("connections_opened", statistics.connectionsOpened),
+                ("requests_written", statistics.requestsWritten),
+                ("retries", statistics.retries),
+                ("resent_after_connection_loss", statistics.resentAfterConnectionLoss),
+                ("go_aways", statistics.goAways),
+                ("request_timeouts", statistics.requestTimeouts),
+                ("connect_failures", statistics.connectFailures),
             ]
         ))
     }

@@ -101,8 +101,7 @@ struct Worker: AsyncParsableCommand {
         try await Lifecycle.run([metrics, serving.configuration].compactMap { $0 }, grace: .seconds(50), logger: logger)
         if let totals = totals.value {
             // One line for scripts and tests: what the senders counted over the worker's life.
-            let json = String(decoding: try JSONEncoder().encode(totals), as: UTF8.self)
-            print("sender \(json)")
+            print("sender \(PushFleetJSON.encode(totals))")
         }
     }
 

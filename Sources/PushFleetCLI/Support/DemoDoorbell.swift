@@ -5,6 +5,7 @@ import NIOPosix
 import PushFleetAPI
 import PushFleetCore
 import PushFleetPostgres
+import PushFleetServices
 import Synchronization
 
 /// `pushfleet demo --doorbell`: three users sharing a doorbell, two phones each, registered in
@@ -98,7 +99,7 @@ final class DemoDoorbell: Sendable {
     private func ring(_ number: Int) async throws -> Double {
         let before = self.phones.map { self.ledger.deliveries(of: $0) }
         let started = ContinuousClock.now
-        let body = #"{"topic":"\#(self.topic)","group":"\#(self.group)","payload":{"aps":{"alert":"Ring \#(number): someone is at the door","sound":"default"}}}"#
+        let body = PushFleetJSON.encode(Ring(topic: self.topic, group: self.group, alert: "Ring \(number): someone is at the door"))
         let (port, bearer, loop) = (self.port, self.bearer, self.loop)
         let answered = Atomic<Bool>(false)
         let request = Task {
@@ -146,5 +147,27 @@ final class DemoDoorbell: Sendable {
         await ringing?.value
         try? await self.loop.shutdownGracefully()
         _ = try? await self.store.revokeAPIKey(self.key)
+    }
+}
+
+/// The body of a ring's `POST /v1/notify`: an alert with the default sound to the group's devices.
+private struct Ring: Encodable {
+    struct Payload: Encodable {
+        struct APS: Encodable {
+            let alert: String
+            let sound = "default"
+        }
+
+        let aps: APS
+    }
+
+    let topic: String
+    let group: String
+    let payload: Payload
+
+    init(topic: String, group: String, alert: String) {
+        self.topic = topic
+        self.group = group
+        self.payload = Payload(aps: Payload.APS(alert: alert))
     }
 }
