@@ -51,21 +51,6 @@ public struct StatusReport: Sendable, Encodable {
         return lines.joined(separator: "\n")
     }
 
-    /// `text` as a JSON string literal.
-    public static func quote(_ text: String) -> String {
-        var out = "\""
-        for scalar in text.unicodeScalars {
-            switch scalar {
-            case "\"": out += "\\\""
-            case "\\": out += "\\\\"
-            case "\n": out += "\\n"
-            case _ where scalar.value < 0x20: out += String(format: "\\u%04x", scalar.value)
-            default: out.unicodeScalars.append(scalar)
-            }
-        }
-        return out + "\""
-    }
-
     /// `date` in ISO 8601, as every JSON object of PushFleet writes times.
     public static func timestamp(_ date: Date) -> String {
         date.formatted(.iso8601)
