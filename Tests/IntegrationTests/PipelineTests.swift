@@ -122,8 +122,16 @@ import Glibc
         let id = try await fixture.launch()
         _ = try await fixture.waitForStatus(id) { ($0["accepted"] as? Int ?? 0) >= 2_000 }
         frozen.signal(SIGSTOP)
-        try await Task.sleep(for: .seconds(1))
-        let acceptedWhileFrozen = frozenGateway.ledger.snapshot().accepted
+        // What was written before the freeze drains from the kernel's buffers: wait until the
+        // gateway's count holds still for a second (on a loaded machine it takes longer than that).
+        var acceptedWhileFrozen = frozenGateway.ledger.snapshot().accepted
+        var still = 0
+        while still < 4 {
+            try await Task.sleep(for: .milliseconds(250))
+            let now = frozenGateway.ledger.snapshot().accepted
+            still = now == acceptedWhileFrozen ? still + 1 : 0
+            acceptedWhileFrozen = now
+        }
         let other = try fixture.startWorker(connections: 4, leaseMilliseconds: 2_000)
         let status = try await fixture.waitForCompletion(id)
         #expect(frozenGateway.ledger.snapshot().accepted == acceptedWhileFrozen, "nothing arrives while the worker is stopped")
