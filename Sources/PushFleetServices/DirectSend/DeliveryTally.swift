@@ -1,7 +1,7 @@
-import PushFleetCore
+public import PushFleetCore
 
 /// What `send` keeps of a sender's outcomes, whichever protocol it spoke.
-protocol DeliveryTally {
+public protocol DeliveryTally {
     var accepted: Int { get set }
     /// Rejections by reason, refusals of the provider included.
     var rejected: [String: Int] { get set }
@@ -9,7 +9,7 @@ protocol DeliveryTally {
 }
 
 extension DeliveryTally {
-    mutating func count(_ outcomes: [DeliveryOutcome]) {
+    public mutating func count(_ outcomes: [DeliveryOutcome]) {
         for outcome in outcomes {
             switch outcome {
             case .accepted:

@@ -1,32 +1,44 @@
-import APNSTransport
-import APNSWire
-import Logging
+public import APNSTransport
+public import APNSWire
+public import Logging
 import NIOCore
 import NIOPosix
-import PushFleetCore
+public import PushFleetCore
 import Synchronization
 
 /// Sends a stream of tokens over `connections` binary senders at once and tallies what APNs said.
-struct BinaryDelivery {
-    struct Result: DeliveryTally {
-        var accepted = 0
-        var rejected: [String: Int] = [:]
-        var rejectedTokens: [(DeviceToken, Rejection)] = []
-        var statistics = BinarySender.Statistics()
-        var unsettled = 0
+public struct BinaryDelivery: Sendable {
+    public struct Result: DeliveryTally, Sendable {
+        public var accepted = 0
+        public var rejected: [String: Int] = [:]
+        public var rejectedTokens: [(DeviceToken, Rejection)] = []
+        public var statistics = BinarySender.Statistics()
+        public var unsettled = 0
         var rejectedCount: Int { self.rejected.values.reduce(0, +) }
     }
 
     let configuration: BinarySender.Configuration
     let connections: Int
     let payload: Payload
-    var priority: UInt8 = 10
-    var expiration: UInt32 = 0
-    var logger = Logger(label: "pushfleet.send")
+    let priority: UInt8
+    let expiration: UInt32
+    let logger: Logger
+
+    public init(
+        configuration: BinarySender.Configuration, connections: Int, payload: Payload, priority: UInt8 = 10, expiration: UInt32 = 0,
+        logger: Logger = Logger(label: "pushfleet.send")
+    ) {
+        self.configuration = configuration
+        self.connections = connections
+        self.payload = payload
+        self.priority = priority
+        self.expiration = expiration
+        self.logger = logger
+    }
 
     /// Sends every token `next` yields (an empty batch ends the stream), calling `progress` with the
     /// number of settled notifications about four times a second.
-    func run(next: () throws -> [DeviceToken], progress: @escaping @Sendable (Int) -> Void) async throws -> Result {
+    public func run(next: () throws -> [DeviceToken], progress: @escaping @Sendable (Int) -> Void) async throws -> Result {
         let tally = Tally()
         let senders = (0..<self.connections).map { _ in
             BinarySender(configuration: self.configuration, eventLoop: MultiThreadedEventLoopGroup.singleton.next(), logger: self.logger)

@@ -1,19 +1,19 @@
-import APNSTransport
-import APNSWire
-import Logging
+public import APNSTransport
+public import APNSWire
+public import Logging
 import NIOPosix
-import PushFleetCore
+public import PushFleetCore
 import Synchronization
 
 /// Sends a stream of tokens through one ``HTTP2Sender`` (a pool of `connections`) and tallies
 /// what APNs said.
-struct HTTP2Delivery {
-    struct Result: DeliveryTally {
-        var accepted = 0
-        var rejected: [String: Int] = [:]
-        var rejectedTokens: [(DeviceToken, Rejection)] = []
-        var statistics = HTTP2Sender.Statistics()
-        var unsettled = 0
+public struct HTTP2Delivery: Sendable {
+    public struct Result: DeliveryTally, Sendable {
+        public var accepted = 0
+        public var rejected: [String: Int] = [:]
+        public var rejectedTokens: [(DeviceToken, Rejection)] = []
+        public var statistics = HTTP2Sender.Statistics()
+        public var unsettled = 0
     }
 
     let configuration: HTTP2Sender.Configuration
@@ -21,11 +21,21 @@ struct HTTP2Delivery {
     /// After this long the sender is shut down and what has no answer yet is unsettled (the sender
     /// itself keeps reconnecting to an APNs that is down).
     let timeout: Duration
-    var logger = Logger(label: "pushfleet.send")
+    let logger: Logger
+
+    public init(
+        configuration: HTTP2Sender.Configuration, template: HTTP2NotificationTemplate, timeout: Duration,
+        logger: Logger = Logger(label: "pushfleet.send")
+    ) {
+        self.configuration = configuration
+        self.template = template
+        self.timeout = timeout
+        self.logger = logger
+    }
 
     /// Sends every token `next` yields (an empty batch ends the stream) and returns once each has
     /// an answer, or at the timeout (the rest counted in ``Result/unsettled``).
-    func run(next: () throws -> [DeviceToken]) async throws -> Result {
+    public func run(next: () throws -> [DeviceToken]) async throws -> Result {
         let sender = try HTTP2Sender(configuration: self.configuration, eventLoop: MultiThreadedEventLoopGroup.singleton.next(), logger: self.logger)
         let tally = Mutex(Result())
         let collector = Task {
