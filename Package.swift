@@ -143,7 +143,7 @@ let package = Package(
         .target(
             name: "PushFleetTestSupport",
             dependencies: [
-                "PushFleetCore", "APNSWire", "APNSTransport",
+                "PushFleetCore", "APNSWire", "APNSTransport", "PushFleetRedis", "PushFleetPostgres", "PushFleetServices",
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOPosix", package: "swift-nio"),
                 .product(name: "NIOSSL", package: "swift-nio-ssl"),
