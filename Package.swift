@@ -183,7 +183,11 @@ let package = Package(
         ),
         .testTarget(
             name: "PushFleetServicesTests",
-            dependencies: ["PushFleetServices", "PushFleetRedis", "PushFleetCore", .product(name: "NIOCore", package: "swift-nio")],
+            dependencies: [
+                "PushFleetServices", "PushFleetRedis", "PushFleetPostgres", "PushFleetCore", "PushFleetTestSupport",
+                .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "Logging", package: "swift-log"),
+            ],
             swiftSettings: strictSettings
         ),
         .testTarget(
