@@ -184,7 +184,7 @@ let package = Package(
         .testTarget(
             name: "PushFleetServicesTests",
             dependencies: [
-                "PushFleetServices", "PushFleetRedis", "PushFleetPostgres", "PushFleetCore", "PushFleetTestSupport",
+                "PushFleetServices", "APNSTransport", "PushFleetRedis", "PushFleetPostgres", "PushFleetCore", "PushFleetTestSupport",
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "Logging", package: "swift-log"),
             ],
