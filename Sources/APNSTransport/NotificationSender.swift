@@ -3,7 +3,6 @@ public import PushFleetCore
 
 /// A notification a sender can report on: it carries the tag its outcome is reported by.
 public protocol TaggedNotification: Sendable {
-    var token: DeviceToken { get }
     var tag: UInt64 { get }
 }
 
@@ -63,6 +62,7 @@ public struct SenderTotals: Hashable, Sendable, Codable {
 
     public init() {}
 
+    /// The counts of two senders together.
     public static func + (a: Self, b: Self) -> Self {
         var sum = a
         sum.connectionsOpened += b.connectionsOpened

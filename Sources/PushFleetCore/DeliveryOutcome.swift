@@ -6,12 +6,15 @@
 public enum DeliveryOutcome: Hashable, Sendable {
     /// APNs took the notification.
     case accepted(tag: UInt64)
-    /// APNs refused it for the token's sake: the token's final outcome.
+    /// APNs refused it, and the refusal is the token's final outcome: over HTTP/2 a reason about
+    /// the token or the notification; over the binary protocol every error-response status (the
+    /// binary sender does not tell the provider's apart).
     case rejected(tag: UInt64, Rejection)
     /// APNs refused it for the provider's or its own sake (credentials, topic, an outage that
     /// outlasted the retries): not the token's outcome. The notification stays unsent.
     case refused(tag: UInt64, token: DeviceToken, ProviderRefusal)
 
+    /// The tag the notification was given by its sender's caller.
     public var tag: UInt64 {
         switch self {
         case .accepted(let tag), .rejected(let tag, _), .refused(let tag, _, _): return tag
@@ -22,6 +25,7 @@ public enum DeliveryOutcome: Hashable, Sendable {
 /// An answer APNs would give every token alike: the provider's credentials or topic are wrong, or
 /// APNs itself is failing. A campaign that gets one pauses.
 public struct ProviderRefusal: Hashable, Sendable, CustomStringConvertible {
+    /// APNs' reason (`InvalidProviderToken`, `TopicDisallowed`, `ServiceUnavailable`, …).
     public var reason: RejectionReason
     /// The HTTP/2 `:status` of the answer.
     public var status: Int

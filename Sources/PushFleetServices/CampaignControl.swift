@@ -40,14 +40,15 @@ public struct CampaignControl: Sendable {
         self.store = store
     }
 
-    /// Applies `change` to the campaign `id`, or to each part of the launch `id`. Messages name
-    /// the id as `spelled` (as the operator typed it).
+    /// Applies `change` to the campaign `id`, or to each part of the launch `id`, calling `report`
+    /// with what became of each as soon as it is done (so that what was changed is told even if a
+    /// later part fails). Messages name the id as `spelled` (as the operator typed it).
     /// - Throws: ``CampaignControlError`` when nothing has that id, when a campaign of its own cannot
     ///   change, or when no part of a launch could.
-    public func apply(_ change: Change, to id: UUID, spelled: String? = nil) async throws -> [PartResult] {
+    public func apply(_ change: Change, to id: UUID, spelled: String? = nil, report: (PartResult) -> Void) async throws {
         let spelled = spelled ?? id.uuidString.lowercased()
         let records = try await self.campaigns(id, spelled: spelled)
-        var results: [PartResult] = []
+        var changed = 0
         for record in records {
             let name = record.variant.map { "variant \($0) (campaign \(record.id.uuidString.lowercased()))" } ?? "campaign \(spelled)"
             var result = PartResult(name: name, isPart: record.variant != nil, outcome: try await self.postgres(change, record, records))
@@ -55,18 +56,16 @@ public struct CampaignControl: Sendable {
                 throw CampaignControlError("\(name) \(refusal)")
             }
             if case .success = result.outcome {
+                changed += 1
                 do {
                     try await self.redis(change, record, records)
                 } catch {
                     result.redisError = error
                 }
             }
-            results.append(result)
+            report(result)
         }
-        if !results.contains(where: { if case .success = $0.outcome { true } else { false } }) {
-            throw CampaignControlError("no variant of split test \(spelled) \(change.whenNone)")
-        }
-        return results
+        if changed == 0 { throw CampaignControlError("no variant of split test \(spelled) \(change.whenNone)") }
     }
 
     /// Puts the campaign's dead shards (given up after too many claims) back in its queue; a failed

@@ -1,9 +1,9 @@
 import CoreMetrics
-public import Foundation
+import Foundation
 public import Logging
-public import PushFleetCore
+import PushFleetCore
 public import PushFleetPostgres
-public import PushFleetRedis
+import PushFleetRedis
 import Synchronization
 
 /// A coordinator's round: for each campaign, what Redis holds is folded into Postgres, and the
@@ -321,5 +321,4 @@ public final class CoordinatorRound: Sendable {
             self.logger.warning("cannot set the backlog lists", metadata: ["error": "\(error)"])
         }
     }
-
 }

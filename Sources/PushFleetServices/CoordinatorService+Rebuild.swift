@@ -3,7 +3,6 @@ import Logging
 import PushFleetCore
 import PushFleetPostgres
 import PushFleetRedis
-import Synchronization
 
 extension CoordinatorService {
     /// Shards read from Postgres and staged in Redis per step of a rebuild.

@@ -2,7 +2,8 @@ import Foundation
 
 /// How every JSON object PushFleet prints or answers is written: by `JSONEncoder`, compact, keys
 /// in order (`JSONEncoder` alone writes an object's keys in a different order each run), `/` as
-/// it is. Optional fields are written as `null`, not left out, unless a type says otherwise.
+/// it is. A type whose optional fields must read `null` when absent writes them in its own
+/// `encode(to:)` (a synthesized one leaves them out).
 public enum PushFleetJSON {
     /// `value` as compact JSON text.
     public static func encode(_ value: some Encodable) -> String {

@@ -1,9 +1,9 @@
+public import APNSTransport
+import APNSWire
 import CoreMetrics
 import Foundation
 public import Logging
-public import APNSTransport
 public import PushFleetRedis
-import APNSWire
 import PushFleetCore
 import Synchronization
 #if canImport(Glibc)
@@ -134,11 +134,11 @@ public final class WorkerService: Sendable {
         case .notifications: self.configuration.notificationRuns
         }
         var active = 0
-        // The unsettled tokens of the active runs, as claimed (total less cursor), by runTag.
+        // The unsettled tokens of the active runs, as claimed (total less cursor), by their runTag.
         var onHand: [UInt64: Int] = [:]
         var tokensOnHand = 0
         var feeding: UInt64? = nil
-        // The campaign of the runTag being fed, and the campaign of each active runTag (see ``PacedCampaigns``).
+        // The campaign of the run being fed, and the campaign of each active run (see ``PacedCampaigns``).
         var feedingCampaign: UUID? = nil
         var runCampaigns: [UInt64: UUID] = [:]
         // A look for other work a second after one found none beside a throttled campaign (its
@@ -155,7 +155,7 @@ public final class WorkerService: Sendable {
                 if active == 0 {
                     campaign = nil
                     if resetting {
-                        // A runTag lost its lease: the channel's queue and unanswered notifications
+                        // A run lost its lease: the channel's queue and unanswered notifications
                         // go with it, and the slot starts over on a new connection.
                         await context.channel.shutdown()
                         await router.value

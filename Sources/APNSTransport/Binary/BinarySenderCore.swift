@@ -419,7 +419,6 @@ final class BinarySenderCore {
         return notifications.map { .accepted(tag: $0.tag) }
     }
 
-
     private func resumeWaiters() {
         self.waiters.resume(waiting: self.queue.count, idle: self.isIdle)
     }

@@ -27,22 +27,20 @@ struct Campaign: AsyncParsableCommand {
         func apply(_ change: CampaignControl.Change) async throws {
             let id = UUID(uuidString: self.campaignID)!
             try await self.state.withState(logger: makeLogger("pushfleet.campaign")) { queue, store in
-                let results: [CampaignControl.PartResult]
                 do {
-                    results = try await CampaignControl(queue: queue, store: store).apply(change, to: id, spelled: self.campaignID)
+                    try await CampaignControl(queue: queue, store: store).apply(change, to: id, spelled: self.campaignID) { result in
+                        switch result.outcome {
+                        case .failure(let refusal):
+                            writeStandardError("\(result.name) \(refusal.description); left as it is\n")
+                        case .success(let done):
+                            if let error = result.redisError {
+                                writeStandardError("warning: \(error); the coordinator applies it once Redis answers\n")
+                            }
+                            print("\(result.name)\(done)")
+                        }
+                    }
                 } catch let error as CampaignControlError {
                     throw CLIError(error.description)
-                }
-                for result in results {
-                    switch result.outcome {
-                    case .failure(let refusal):
-                        writeStandardError("\(result.name) \(refusal.description); left as it is\n")
-                    case .success(let done):
-                        if let error = result.redisError {
-                            writeStandardError("warning: \(error); the coordinator applies it once Redis answers\n")
-                        }
-                        print("\(result.name)\(done)")
-                    }
                 }
             }
         }

@@ -81,7 +81,7 @@ final class SlotContext: Sendable {
         for continuation in self.state.withLock({ Array($0.runs.values) }) { continuation.yield(input) }
     }
 
-    /// Sets run `run`'s lease deadline; the channel writes until the earliest of them.
+    /// Sets the lease deadline of the run tagged `runTag`; the channel writes until the earliest of them.
     func setDeadline(_ deadline: ContinuousClock.Instant, for runTag: UInt64) {
         self.state.withLock { $0.deadlines[runTag] = deadline }
         self.applyDeadline()

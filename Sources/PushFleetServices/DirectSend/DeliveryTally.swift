@@ -9,6 +9,7 @@ public protocol DeliveryTally {
 }
 
 extension DeliveryTally {
+    /// Adds `outcomes`: a provider-level refusal counts as its token's rejection, by its reason.
     public mutating func count(_ outcomes: [DeliveryOutcome]) {
         for outcome in outcomes {
             switch outcome {
