@@ -36,12 +36,13 @@ struct SenderWaiters {
     /// Whether a flush is waiting.
     var awaitsFlush: Bool { !self.flush.isEmpty }
 
-    /// Resumes the sends if `waiting` fell below the limit, and the flushes if the core is `idle`.
-    mutating func resume(waiting: Int, idle: Bool) {
+    /// Resumes the sends if `waiting` fell below the limit, and the flushes if the core is `idle`
+    /// (asked only when a flush waits: the cores call this after every write and read).
+    mutating func resume(waiting: Int, idle: @autoclosure () -> Bool) {
         if waiting < self.limit {
             while let waiter = self.capacity.popFirst() { waiter.resume() }
         }
-        if idle && !self.flush.isEmpty {
+        if !self.flush.isEmpty && idle() {
             let waiters = self.flush
             self.flush.removeAll()
             for waiter in waiters { waiter.resume() }

@@ -552,9 +552,8 @@ final class HTTP2SenderCore {
     }
 
     private func resumeWaiters() {
-        let idle = self.isIdle
         // A flush returns with every outcome handed over.
-        if idle && self.waiters.awaitsFlush { self.emitOutcomes() }
-        self.waiters.resume(waiting: self.waiting, idle: idle)
+        if self.waiters.awaitsFlush && self.isIdle { self.emitOutcomes() }
+        self.waiters.resume(waiting: self.waiting, idle: self.isIdle)
     }
 }
