@@ -80,10 +80,9 @@ struct Send: AsyncParsableCommand {
     }
 
     /// What a run gives the summary, whichever the protocol.
-    private struct Outcome {
+    private struct Outcome: DeliveryTally {
         var accepted: Int
-        var rejected: [String: Int]
-        var rejectedTokens: [(DeviceToken, String)]
+        var rejections: [Rejection]
         var unsettled: Int
         /// The protocol's own counters, in summary order.
         var counters: [(String, Int)]
@@ -141,7 +140,7 @@ struct Send: AsyncParsableCommand {
         let usage = ProcessUsage.now()
         if let readError { throw readError }
 
-        for (token, reason) in outcome.rejectedTokens { print("\(token)\t\(reason)") }
+        for rejection in outcome.rejections { print("\(rejection.token)\t\(rejection.reason)") }
         let cpu = usage.cpuSeconds - cpuBefore.cpuSeconds
         let summary: [(String, SummaryValue)] = [
             ("notifications", .count(count)),
@@ -178,7 +177,7 @@ struct Send: AsyncParsableCommand {
         let delivery = BinaryDelivery(configuration: configuration, connections: self.connections, payload: payload, priority: self.priority, expiration: self.expiration)
         let result = try await delivery.run(next: next, progress: { _ in })
         return (endpoint, Outcome(
-            accepted: result.accepted, rejected: result.rejected, rejectedTokens: result.rejectedTokens.map { ($0.0, $0.1.reason.rawValue) },
+            accepted: result.accepted, rejections: result.rejections,
             unsettled: result.unsettled,
             counters: [
                 ("connections_opened", result.statistics.connectionsOpened),
@@ -207,7 +206,7 @@ struct Send: AsyncParsableCommand {
         let result = try await delivery.run(next: next)
         let statistics = result.statistics
         return (endpoint, Outcome(
-            accepted: result.accepted, rejected: result.rejected, rejectedTokens: result.rejectedTokens.map { ($0.0, $0.1.reason.rawValue) },
+            accepted: result.accepted, rejections: result.rejections,
             unsettled: result.unsettled,
             counters: [
                 ("connections_opened", statistics.connectionsOpened),

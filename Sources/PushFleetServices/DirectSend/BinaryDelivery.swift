@@ -10,11 +10,9 @@ import Synchronization
 public struct BinaryDelivery: Sendable {
     public struct Result: DeliveryTally, Sendable {
         public var accepted = 0
-        public var rejected: [String: Int] = [:]
-        public var rejectedTokens: [(DeviceToken, Rejection)] = []
+        public var rejections: [Rejection] = []
         public var statistics = BinarySender.Statistics()
         public var unsettled = 0
-        var rejectedCount: Int { self.rejected.values.reduce(0, +) }
     }
 
     let configuration: BinarySender.Configuration
@@ -52,7 +50,7 @@ public struct BinaryDelivery: Sendable {
         }
         let reporter = Task {
             while !Task.isCancelled {
-                progress(tally.withLock { $0.accepted + $0.rejectedCount })
+                progress(tally.withLock { $0.accepted + $0.rejections.count })
                 try? await Task.sleep(for: .milliseconds(250))
             }
         }
@@ -78,7 +76,7 @@ public struct BinaryDelivery: Sendable {
             unsettled += await sender.shutdown().count
         }
         for collector in collectors { await collector.value }
-        progress(tally.withLock { $0.accepted + $0.rejectedCount })
+        progress(tally.withLock { $0.accepted + $0.rejections.count })
         return tally.withLock { result in
             result.statistics = statistics
             result.unsettled = unsettled

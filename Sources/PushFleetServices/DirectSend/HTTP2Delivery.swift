@@ -10,8 +10,7 @@ import Synchronization
 public struct HTTP2Delivery: Sendable {
     public struct Result: DeliveryTally, Sendable {
         public var accepted = 0
-        public var rejected: [String: Int] = [:]
-        public var rejectedTokens: [(DeviceToken, Rejection)] = []
+        public var rejections: [Rejection] = []
         public var statistics = HTTP2Sender.Statistics()
         public var unsettled = 0
     }
@@ -79,7 +78,7 @@ public struct HTTP2Delivery: Sendable {
         // Each notification handed over has one event, unless it was never answered.
         return tally.withLock { result in
             result.statistics = statistics
-            result.unsettled = handed - result.accepted - result.rejectedTokens.count
+            result.unsettled = handed - result.accepted - result.rejections.count
             return result
         }
     }
