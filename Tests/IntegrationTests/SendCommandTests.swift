@@ -5,8 +5,9 @@ import PushFleetCore
 import PushFleetTestSupport
 import Testing
 
-/// `pushfleet send --protocol http2`: a token file straight to the simulator's provider API, as a
-/// process, with either credential; every token answered once and each rejection printed.
+/// `pushfleet send`: a token file straight to the simulator, as a process, over the provider API
+/// with either credential and over the binary protocol; every token answered once and each
+/// rejection printed.
 @Suite struct SendCommandTests {
     private static let payload = #"{"aps":{"alert":"Ding dong"}}"#
 
@@ -44,10 +45,7 @@ import Testing
              "--answer-timeout-ms", "300000", "--json"] + credentials
         )
         #expect(result.status == 0, "\(result.error.suffix(2_000))")
-        let rejections = result.output.split(separator: "\n").filter { $0.contains("\t") }.map { line in
-            let parts = line.split(separator: "\t")
-            return (token: String(parts[0]), reason: String(parts[1]))
-        }
+        let rejections = Self.rejections(result.output)
         #expect(Set(rejections.filter { $0.reason == "BadDeviceToken" }.map(\.token)) == Set(invalid.map(\.hexString)))
         #expect(Set(rejections.filter { $0.reason == "Unregistered" }.map(\.token)) == Set(unregistered.map(\.hexString)))
         #expect(rejections.count == invalid.count + unregistered.count)
@@ -60,6 +58,70 @@ import Testing
         let ledger = fixture.server.ledger.snapshot()
         #expect(ledger.accepted == tokens.count - invalid.count - unregistered.count)
         #expect(ledger.duplicateDeliveries == 0)
+    }
+
+    /// The same over the binary protocol, the least kind case for it: 40 invalid tokens spread
+    /// over the file, each of which ends its connection, and every frame written after it in vain.
+    /// Each is printed once as `InvalidToken`; every other token is delivered once.
+    @Test func sendsAFileOverBinaryAndPrintsEachRejection() async throws {
+        let tokens = TestTokens.tokens(4_000, seed: UInt64.random(in: 1...UInt64.max))
+        let invalid = Set(stride(from: 50, to: tokens.count, by: 100).map { tokens[$0] })
+        let fixture = try await BinaryFixture.start(invalidTokens: invalid)
+        defer { Task { await fixture.stop() } }
+        let file = try Self.writeTokens(tokens)
+        defer { try? FileManager.default.removeItem(atPath: file) }
+        let certificates = fixture.certificates
+        let result = try await PushFleetProcess.run(
+            ["send", "--protocol", "binary", "--endpoint", "127.0.0.1:\(fixture.binaryPort)", "--ca", certificates.caCertificate,
+             "--cert", certificates.clientCertificate, "--key", certificates.clientKey, "--tokens", file, "--payload", Self.payload,
+             "--connections", "2", "--json"]
+        )
+        #expect(result.status == 0, "\(result.error.suffix(2_000))")
+        let rejections = Self.rejections(result.output)
+        #expect(rejections.count == invalid.count)
+        #expect(Set(rejections.map(\.token)) == Set(invalid.map(\.hexString)))
+        #expect(rejections.allSatisfy { $0.reason == "InvalidToken" })
+        let summary = try Self.summary(result.output)
+        #expect(summary["notifications"] as? Int == tokens.count)
+        #expect(summary["accepted"] as? Int == tokens.count - invalid.count)
+        #expect(summary["rejected"] as? [String: Int] == ["InvalidToken": invalid.count])
+        #expect(summary["unsettled"] as? Int == 0)
+        let ledger = fixture.ledger.snapshot()
+        #expect(ledger.accepted == tokens.count - invalid.count)
+        #expect(ledger.duplicateDeliveries == 0)
+    }
+
+    /// A provider token APNs refuses (a team id it does not know): every notification's answer is
+    /// the provider's refusal, printed for its token and counted by its reason; nothing delivered.
+    @Test func aProviderRefusalOverHTTP2IsPrintedForEachToken() async throws {
+        let tokens = TestTokens.tokens(40, seed: UInt64.random(in: 1...UInt64.max))
+        let fixture = try await HTTP2GatewayFixture.start()
+        defer { Task { await fixture.stop() } }
+        let file = try Self.writeTokens(tokens)
+        defer { try? FileManager.default.removeItem(atPath: file) }
+        let certificates = fixture.certificates
+        let result = try await PushFleetProcess.run(
+            ["send", "--protocol", "http2", "--endpoint", "127.0.0.1:\(fixture.port)", "--ca", certificates.caCertificate,
+             "--auth-key", certificates.authKey, "--key-id", HTTP2GatewayFixture.keyID, "--team-id", "NOTMYTEAM1",
+             "--topic", "com.example.send", "--tokens", file, "--payload", Self.payload, "--answer-timeout-ms", "300000", "--json"]
+        )
+        #expect(result.status == 0, "\(result.error.suffix(2_000))")
+        let rejections = Self.rejections(result.output)
+        #expect(Set(rejections.map(\.token)) == Set(tokens.map(\.hexString)))
+        #expect(rejections.count == tokens.count && rejections.allSatisfy { $0.reason == "InvalidProviderToken" })
+        let summary = try Self.summary(result.output)
+        #expect(summary["accepted"] as? Int == 0)
+        #expect(summary["rejected"] as? [String: Int] == ["InvalidProviderToken": tokens.count])
+        #expect(summary["unsettled"] as? Int == 0)
+        #expect(fixture.server.ledger.snapshot().accepted == 0)
+    }
+
+    /// The `TOKEN<TAB>REASON` lines of `send`'s output.
+    private static func rejections(_ output: String) -> [(token: String, reason: String)] {
+        output.split(separator: "\n").filter { $0.contains("\t") }.map { line in
+            let parts = line.split(separator: "\t")
+            return (token: String(parts[0]), reason: String(parts[1]))
+        }
     }
 
     /// Against a port where nothing listens the sender keeps reconnecting; `--timeout-s` ends the
