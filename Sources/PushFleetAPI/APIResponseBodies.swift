@@ -47,23 +47,3 @@ struct GroupAnswer: Encodable {
     let group: String
     let users: [String]
 }
-
-/// `POST /v1/campaigns` of a launch in parts: the launch's id, `"split": true`, its recipients,
-/// whether any part was created now, the parts (``PartitionedLauncher/PartSummary``), and where to
-/// follow them.
-struct PartsAnswer: Encodable {
-    let id: String
-    let split = true
-    let total: Int
-    let created: Bool
-    let variants: [PartitionedLauncher.PartSummary]
-    let href: String
-
-    init(_ result: PartitionedLauncher.Result, variants: [SplitTest.Variant]) {
-        self.id = result.id.uuidString.lowercased()
-        self.total = result.total
-        self.created = result.created
-        self.variants = result.summaries(variants: variants)
-        self.href = "/v1/campaigns/\(self.id)"
-    }
-}

@@ -251,7 +251,7 @@ public struct APIServer: Sendable {
         } catch let error as LaunchError {
             throw error.isConflict ? HTTPError(.conflict, message: error.message) : Self.badRequest(error.message)
         }
-        return Self.json(result.created ? .created : .ok, PushFleetJSON.encode(PartsAnswer(result, variants: variants)))
+        return Self.json(result.created ? .created : .ok, result.json(variants: variants, href: "/v1/campaigns/\(result.id.uuidString.lowercased())"))
     }
 
     private func campaign(_ request: Request, _ context: BasicRequestContext) async throws -> Response {

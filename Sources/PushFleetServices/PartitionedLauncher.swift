@@ -25,6 +25,13 @@ public struct PartitionedLauncher: Sendable {
         public var total: Int { self.parts.reduce(0) { $0 + $1.launch.total } }
 
         /// The parts as `launch --json` and `POST /v1/campaigns` print them, in order.
+        /// The launch as `launch --json` prints it: its id, recipients, whether any part was created
+        /// now, and the parts (``summaries(variants:)``). `POST /v1/campaigns` answers it with
+        /// `href`, where to follow it, and `"split": true`, as its other answers of a launch in parts.
+        public func json(variants: [SplitTest.Variant], href: String? = nil) -> String {
+            PushFleetJSON.encode(LaunchedInPartsJSON(result: self, variants: variants, href: href))
+        }
+
         public func summaries(variants: [SplitTest.Variant]) -> [PartSummary] {
             self.parts.map { p in
                 PartSummary(
@@ -292,5 +299,26 @@ struct SpilledTokens: TokenSource {
         }
         self.batchValues = self.personalized ? values : nil
         return tokens
+    }
+}
+
+/// The object of ``PartitionedLauncher/Result/json(variants:href:)``.
+private struct LaunchedInPartsJSON: Encodable {
+    let result: PartitionedLauncher.Result
+    let variants: [SplitTest.Variant]
+    let href: String?
+
+    enum CodingKeys: String, CodingKey {
+        case id, split, total, created, variants, href
+    }
+
+    func encode(to encoder: any Encoder) throws {
+        var container = encoder.container(keyedBy: CodingKeys.self)
+        try container.encode(self.result.id.uuidString.lowercased(), forKey: .id)
+        if self.href != nil { try container.encode(true, forKey: .split) }
+        try container.encode(self.result.total, forKey: .total)
+        try container.encode(self.result.created, forKey: .created)
+        try container.encode(self.result.summaries(variants: self.variants), forKey: .variants)
+        try container.encodeIfPresent(self.href, forKey: .href)
     }
 }

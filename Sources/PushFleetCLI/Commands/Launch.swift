@@ -214,7 +214,7 @@ struct Launch: AsyncParsableCommand {
     private func print(_ result: PartitionedLauncher.Result, variants: [SplitTest.Variant]) {
         let id = result.id.uuidString.lowercased()
         if self.json {
-            Swift.print(PushFleetJSON.encode(LaunchedInParts(result, variants: variants)))
+            Swift.print(result.json(variants: variants))
         } else {
             if !result.created { writeStandardError("launch \(id) exists already; nothing changed\n") }
             for p in result.parts {
@@ -252,21 +252,5 @@ struct Launch: AsyncParsableCommand {
     /// An ISO 8601 time with its zone (`Z` or an offset), with or without fractional seconds.
     static func parseTime(_ text: String) -> Date? {
         (try? Date(text, strategy: .iso8601)) ?? (try? Date(text, strategy: Date.ISO8601FormatStyle(includingFractionalSeconds: true)))
-    }
-}
-
-/// `launch --json` of a launch in parts: its id, recipients, whether any part was created now, and
-/// the parts (``PartitionedLauncher/PartSummary``).
-private struct LaunchedInParts: Encodable {
-    let id: String
-    let total: Int
-    let created: Bool
-    let variants: [PartitionedLauncher.PartSummary]
-
-    init(_ result: PartitionedLauncher.Result, variants: [SplitTest.Variant]) {
-        self.id = result.id.uuidString.lowercased()
-        self.total = result.total
-        self.created = result.created
-        self.variants = result.summaries(variants: variants)
     }
 }
