@@ -10,11 +10,10 @@ import PushFleetCore
 /// The event-loop-confined half of ``HTTP2Sender``: the queue, the pool of connections, retries and
 /// counters. Every method runs on `eventLoop`.
 ///
-/// A connection's life: opened (the pool's connections ``HTTP2Sender/Configuration/connectionSpacing``
-/// apart at first, then after a backoff if the last one failed) → streams opened up to the limit,
-/// refilled after every read → retired (GOAWAY, expired provider token, repeated 500s): no new
-/// streams, a replacement opened at once, closed when its streams are answered → or lost: its
-/// streams go back to the front of the queue.
+/// A connection's life: opened when ``HTTP2ConnectionPool`` says so → streams opened up to the
+/// limit, refilled after every read → retired (GOAWAY, expired provider token, repeated 500s): no
+/// new streams, a replacement opened at once, closed when its streams are answered → or lost: its
+/// streams go back to the front of the queue. The pool decides; this class does the I/O.
 final class HTTP2SenderCore {
     /// A notification and the retryable answers it has had.
     struct Pending {
@@ -36,14 +35,12 @@ final class HTTP2SenderCore {
     /// Notifications waiting out a retry delay, by a number of their own.
     private var delayed: [Int: (pending: Pending, task: Scheduled<Void>)] = [:]
     private var nextDelayedID = 0
-    /// The connection filling each position of the pool (connecting or ready); `nil` for none.
-    private var positions: [HTTP2Connection?]
-    /// Consecutive failed connections per position: the backoff attempt.
-    private var positionFailures: [Int]
-    /// Every connection not yet closed: the positions' plus retired ones finishing their streams.
-    private var connections: [ObjectIdentifier: HTTP2Connection] = [:]
-    /// When the pool first opened: position `i` opens no sooner than `i × spacing` after it.
-    private var poolStart: NIODeadline?
+    /// Which connections open when, which are replaced, which are given up.
+    private var pool: HTTP2ConnectionPool
+    /// Every connection not yet closed, by member id: the positions' plus retired ones finishing
+    /// their streams.
+    private var connections: [Int: HTTP2Connection] = [:]
+    private var random = SystemRandomNumberGenerator()
     private var isShutdown = false
     private var fillScheduled = false
     private var writeDeadline: ContinuousClock.Instant?
@@ -75,8 +72,16 @@ final class HTTP2SenderCore {
         if case .providerToken(let signer) = configuration.authentication.base { self.signer = signer } else { self.signer = nil }
         let hostname = configuration.serverHostname ?? configuration.host
         self.authority = configuration.port == 443 ? hostname : "\(hostname):\(configuration.port)"
-        self.positions = Array(repeating: nil, count: configuration.connections)
-        self.positionFailures = Array(repeating: 0, count: configuration.connections)
+        self.pool = HTTP2ConnectionPool(
+            configuration: HTTP2ConnectionPool.Configuration(
+                positions: configuration.connections,
+                spacing: UInt64(max(0, configuration.connectionSpacing.nanoseconds)),
+                reconnectBackoff: configuration.reconnectBackoff,
+                keepsConnectionsOpen: configuration.keepsConnectionsOpen,
+                requestTimeout: UInt64(max(0, configuration.requestTimeout.nanoseconds)),
+                idlePingInterval: UInt64(max(0, configuration.idlePingInterval.nanoseconds))
+            )
+        )
         self.waiters = SenderWaiters(limit: configuration.maximumQueued)
     }
 
@@ -111,15 +116,16 @@ final class HTTP2SenderCore {
     func shutdown() -> [HTTP2Notification] {
         guard !self.isShutdown else { return [] }
         self.isShutdown = true
+        self.pool.shutdown()
         var remaining: [HTTP2Notification] = []
         for connection in self.connections.values.sorted(by: { $0.position < $1.position }) {
             remaining += connection.window.connectionLost().map(\.notification)
             connection.timer?.cancel()
-            if case .ready(let channel, _) = connection.state {
+            if let (channel, _) = connection.open {
                 channel.close(promise: nil)
                 self.metrics.connections.decrement()
             }
-            connection.state = .closed
+            connection.open = nil
         }
         self.connections.removeAll()
         remaining += self.queue.map(\.notification)
@@ -165,34 +171,29 @@ final class HTTP2SenderCore {
     /// Gives every empty position a connection while there is work, or always when the configuration
     /// keeps connections open.
     func openConnectionsIfNeeded() {
-        guard !self.isShutdown, self.configuration.keepsConnectionsOpen || !self.queue.isEmpty || !self.delayed.isEmpty else { return }
-        let now = NIODeadline.now()
-        let start = self.poolStart ?? now
-        self.poolStart = start
-        for position in self.positions.indices where self.positions[position] == nil {
+        let openings = self.pool.open(
+            now: NIODeadline.now().uptimeNanoseconds, hasWork: !self.queue.isEmpty || !self.delayed.isEmpty, using: &self.random
+        )
+        for opening in openings {
             let connection = HTTP2Connection(
-                position: position,
+                member: opening.member,
                 window: HTTP2StreamWindow(
                     localLimit: self.configuration.maximumStreamsPerConnection, serverErrorLimit: self.configuration.serverErrorLimit
                 )
             )
-            self.positions[position] = connection
-            self.connections[ObjectIdentifier(connection)] = connection
-            let backoff = self.configuration.reconnectBackoff.delay(attempt: self.positionFailures[position], random: Double.random(in: 0...1))
-            let spacing = start + self.configuration.connectionSpacing * Int64(position) - now
-            let delay = max(TimeAmount.nanoseconds(Int64(clamping: backoff)), spacing)
-            if delay <= .zero {
+            self.connections[opening.member.id] = connection
+            if opening.delay == 0 {
                 self.connect(connection)
             } else {
                 let core = NIOLoopBound(self, eventLoop: self.eventLoop)
                 let bound = NIOLoopBound(connection, eventLoop: self.eventLoop)
-                self.eventLoop.scheduleTask(in: delay) { core.value.connect(bound.value) }
+                self.eventLoop.scheduleTask(in: .nanoseconds(Int64(clamping: opening.delay))) { core.value.connect(bound.value) }
             }
         }
     }
 
     private func connect(_ connection: HTTP2Connection) {
-        guard !self.isShutdown, case .connecting = connection.state else { return }
+        guard !self.isShutdown, connection.member.phase == .connecting else { return }
         let hostname = self.configuration.serverHostname ?? self.configuration.host
         let isIPAddress = (try? SocketAddress(ipAddress: hostname, port: 0)) != nil
         let sslContext = self.sslContext
@@ -220,50 +221,46 @@ final class HTTP2SenderCore {
     }
 
     private func connectFailed(_ connection: HTTP2Connection, error: any Error) {
-        guard case .connecting = connection.state else { return }
-        connection.state = .closed
+        guard self.pool.connectFailed(&connection.member) else { return }
+        self.connections.removeValue(forKey: connection.member.id)
+        self.connectFailureReported(error)
+    }
+
+    private func connectFailureReported(_ error: any Error) {
         self.statistics.connectFailures += 1
         self.metrics.connectFailures.increment()
-        self.forget(connection)
-        self.positionFailures[connection.position] += 1
         let failure = TransportError.connectionFailed(host: self.configuration.host, port: self.configuration.port, underlying: error)
         self.logger.warning("cannot connect to APNs", metadata: ["error": "\(failure)"])
         self.openConnectionsIfNeeded()
     }
 
-    /// Takes `connection` out of its position (if it still fills it) and out of the pool.
-    private func forget(_ connection: HTTP2Connection) {
-        if self.positions[connection.position] === connection { self.positions[connection.position] = nil }
-        self.connections.removeValue(forKey: ObjectIdentifier(connection))
-    }
-
     /// Opens no new streams on `connection` and gives its position a new one; it closes once answered.
     private func retire(_ connection: HTTP2Connection, why: String) {
+        self.retired(connection, replaced: self.pool.retire(connection.member), why: why)
+    }
+
+    /// After the pool retired `connection`: drains it, counts its replacement, opens one.
+    private func retired(_ connection: HTTP2Connection, replaced: Bool, why: String) {
         connection.window.drain()
-        if self.positions[connection.position] === connection {
-            self.positions[connection.position] = nil
+        if replaced {
             self.statistics.connectionsReplaced += 1
             self.logger.info("replacing an APNs connection", metadata: ["why": "\(why)"])
         }
-        if connection.window.isEmpty, case .ready(_, let handler) = connection.state { handler.close() }
+        if connection.window.isEmpty, let (_, handler) = connection.open { handler.close() }
         self.openConnectionsIfNeeded()
     }
 
     // MARK: - Calls from HTTP2ClientConnectionHandler
 
     func connectionReady(_ connection: HTTP2Connection, channel: any Channel, handler: HTTP2ClientConnectionHandler) {
-        guard !self.isShutdown, case .connecting = connection.state else {
+        guard self.pool.ready(&connection.member, now: NIODeadline.now().uptimeNanoseconds) else {
             channel.close(promise: nil)
             return
         }
-        connection.state = .ready(channel, handler)
-        connection.lastActivity = .now()
-        connection.readyAt = connection.lastActivity
+        connection.open = (channel, handler)
         self.statistics.connectionsOpened += 1
         self.metrics.connections.increment()
-        let tick = TimeAmount.nanoseconds(
-            min(max(min(self.configuration.requestTimeout, self.configuration.idlePingInterval).nanoseconds / 4, 10_000_000), 1_000_000_000)
-        )
+        let tick = TimeAmount.nanoseconds(Int64(self.pool.checkInterval))
         let core = NIOLoopBound(self, eventLoop: self.eventLoop)
         let bound = NIOLoopBound(connection, eventLoop: self.eventLoop)
         connection.timer = self.eventLoop.scheduleRepeatedTask(initialDelay: tick, delay: tick) { _ in core.value.tick(bound.value) }
@@ -279,8 +276,7 @@ final class HTTP2SenderCore {
         var pending = answered
         self.metrics.answerDuration.recordNanoseconds(Int64(truncatingIfNeeded: NIODeadline.now().uptimeNanoseconds &- sentAt))
         self.count(status: status)
-        connection.madeProgress = true
-        self.positionFailures[connection.position] = 0
+        self.pool.answered(&connection.member)
         if status != 500 { connection.window.answerWasNotServerError() }
         switch HTTP2Verdict.classify(status: status, body: body) {
         case .accepted:
@@ -310,7 +306,7 @@ final class HTTP2SenderCore {
             self.retire(connection, why: rejection.reason.rawValue)
             self.retry(&pending, rejection, backoff: self.configuration.retryBackoff)
         }
-        if connection.window.isFinished, case .ready(_, let handler) = connection.state { handler.close() }
+        if connection.window.isFinished, let (_, handler) = connection.open { handler.close() }
     }
 
     func streamReset(_ connection: HTTP2Connection, streamID: Int32, refused: Bool) {
@@ -326,7 +322,7 @@ final class HTTP2SenderCore {
             self.statistics.resentAfterConnectionLoss += 1
             self.queue.prepend(pending)
         }
-        if connection.window.isFinished, case .ready(_, let handler) = connection.state { handler.close() }
+        if connection.window.isFinished, let (_, handler) = connection.open { handler.close() }
     }
 
     func goAwayReceived(_ connection: HTTP2Connection, lastStreamID: Int32, errorCode: String, debugData: ByteBuffer?) {
@@ -338,19 +334,18 @@ final class HTTP2SenderCore {
             "APNs sent GOAWAY",
             metadata: ["reason": "\(reason?.rawValue ?? "none")", "error_code": "\(errorCode)", "last_stream_id": "\(lastStreamID)"]
         )
-        if !connection.madeProgress { self.positionFailures[connection.position] += 1 }
         let unprocessed = connection.window.goAwayReceived(lastStreamID: lastStreamID)
         self.statistics.resentUnprocessed += unprocessed.count
         self.queue.prepend(contentsOf: unprocessed)
-        self.retire(connection, why: "GOAWAY \(reason?.rawValue ?? errorCode)")
+        self.retired(connection, replaced: self.pool.goAway(connection.member), why: "GOAWAY \(reason?.rawValue ?? errorCode)")
     }
 
     func pingAnswered(_ connection: HTTP2Connection) {
-        connection.pingSentAt = nil
+        self.pool.pingAnswered(&connection.member)
     }
 
     func readComplete(_ connection: HTTP2Connection) {
-        connection.lastActivity = .now()
+        self.pool.activity(&connection.member, now: NIODeadline.now().uptimeNanoseconds)
         self.emitOutcomes()
         self.fillAll()
         self.resumeWaiters()
@@ -363,32 +358,28 @@ final class HTTP2SenderCore {
     func connectionClosed(_ connection: HTTP2Connection, error: (any Error)?) {
         connection.timer?.cancel()
         connection.timer = nil
-        switch connection.state {
-        case .closed:
+        let wasOpen = connection.open != nil
+        connection.open = nil
+        let now = NIODeadline.now().uptimeNanoseconds
+        let lost = connection.member.phase == .ready && !self.isShutdown ? connection.window.connectionLost() : []
+        let close = self.pool.closed(&connection.member, now: now, lostStreams: lost.count)
+        switch close {
+        case .ignored:
             return
-        case .connecting:
-            self.connectFailed(connection, error: error ?? ClosedDuringHandshake())
+        case .failedToConnect:
+            self.connections.removeValue(forKey: connection.member.id)
+            self.connectFailureReported(error ?? ClosedDuringHandshake())
             return
-        case .ready:
-            connection.state = .closed
-            self.metrics.connections.decrement()
-        }
-        self.forget(connection)
-        guard !self.isShutdown else { return }
-        let lost = connection.window.connectionLost()
-        if !lost.isEmpty {
-            self.statistics.resentAfterConnectionLoss += lost.count
-            self.logger.info("APNs connection closed with streams unanswered; sending them again", metadata: ["streams": "\(lost.count)"])
-            self.queue.prepend(contentsOf: lost)
-        }
-        // A connection kept open for work to come that served nothing and was closed after a
-        // while (an idle timeout, a GOAWAY) did not fail: reopening it must not wait a backoff
-        // that a notification arriving meanwhile would wait too.
-        let closedIdle = self.configuration.keepsConnectionsOpen && lost.isEmpty
-            && connection.readyAt.map { NIODeadline.now() - $0 >= .seconds(10) } == true
-        if !connection.madeProgress && !closedIdle {
-            self.positionFailures[connection.position] += 1
-            if let error { self.logger.warning("APNs connection failed", metadata: ["error": "\(error)"]) }
+        case .closed(let failed):
+            if wasOpen { self.metrics.connections.decrement() }
+            self.connections.removeValue(forKey: connection.member.id)
+            guard !self.isShutdown else { return }
+            if !lost.isEmpty {
+                self.statistics.resentAfterConnectionLoss += lost.count
+                self.logger.info("APNs connection closed with streams unanswered; sending them again", metadata: ["streams": "\(lost.count)"])
+                self.queue.prepend(contentsOf: lost)
+            }
+            if failed, let error { self.logger.warning("APNs connection failed", metadata: ["error": "\(error)"]) }
         }
         self.openConnectionsIfNeeded()
         self.fillAll()
@@ -398,29 +389,32 @@ final class HTTP2SenderCore {
     // MARK: - Timers
 
     private func tick(_ connection: HTTP2Connection) {
-        guard case .ready(_, let handler) = connection.state else { return }
-        let now = NIODeadline.now()
-        let timeout = self.configuration.requestTimeout
-        if let oldest = connection.window.oldestSentAt, now.uptimeNanoseconds > oldest + UInt64(timeout.nanoseconds) {
+        guard let (_, handler) = connection.open else { return }
+        let check = self.pool.check(
+            &connection.member, now: NIODeadline.now().uptimeNanoseconds, inFlight: !connection.window.isEmpty,
+            oldestSentAt: connection.window.oldestSentAt
+        )
+        switch check {
+        case .nothing:
+            break
+        case .ping:
+            self.statistics.pings += 1
+            handler.ping()
+        case .giveUpAnswerOverdue:
             self.statistics.requestTimeouts += 1
             self.metrics.requestTimeouts.increment()
             self.logger.warning(
                 "an APNs answer is overdue; giving up the connection",
-                metadata: ["timeout_ms": "\(timeout.nanoseconds / 1_000_000)", "in_flight": "\(connection.window.count)"]
+                metadata: [
+                    "timeout_ms": "\(self.configuration.requestTimeout.nanoseconds / 1_000_000)", "in_flight": "\(connection.window.count)",
+                ]
             )
             self.giveUp(connection, handler)  // connectionClosed sends its streams again
-        } else if let sent = connection.pingSentAt {
-            if now - sent > timeout {
-                self.statistics.requestTimeouts += 1
-                self.metrics.requestTimeouts.increment()
-                self.logger.warning("no answer to PING; giving up the connection")
-                self.giveUp(connection, handler)
-            }
-        } else if connection.window.isEmpty, now - connection.lastActivity >= self.configuration.idlePingInterval {
-            connection.pingSentAt = now
-            connection.lastActivity = now
-            self.statistics.pings += 1
-            handler.ping()
+        case .giveUpPingUnanswered:
+            self.statistics.requestTimeouts += 1
+            self.metrics.requestTimeouts.increment()
+            self.logger.warning("no answer to PING; giving up the connection")
+            self.giveUp(connection, handler)
         }
     }
 
@@ -447,19 +441,24 @@ final class HTTP2SenderCore {
     /// Opens streams on every ready connection, sharing the queue between them.
     private func fillAll() {
         guard !self.queue.isEmpty else { return }
-        var ready = 0
-        for position in self.positions { if let connection = position, connection.isReady, connection.window.room > 0 { ready += 1 } }
-        for position in self.positions {
+        var ready = self.pool.filling.count { self.fillable($0) != nil }
+        for id in self.pool.filling {
             guard ready > 0, !self.queue.isEmpty else { break }
-            guard let connection = position, connection.isReady, connection.window.room > 0 else { continue }
+            guard let connection = self.fillable(id) else { continue }
             self.fill(connection, share: (self.queue.count + ready - 1) / ready)
             ready -= 1
         }
     }
 
+    /// The connection filling a position, if it is ready and has room for a stream.
+    private func fillable(_ id: Int?) -> HTTP2Connection? {
+        guard let id, let connection = self.connections[id], connection.open != nil, connection.window.room > 0 else { return nil }
+        return connection
+    }
+
     /// Opens up to `share` streams on `connection` (as many as it allows), then flushes once.
     private func fill(_ connection: HTTP2Connection, share: Int = .max) {
-        guard case .ready(let channel, let handler) = connection.state, channel.isWritable, self.mayWrite else { return }
+        guard let (channel, handler) = connection.open, channel.isWritable, self.mayWrite else { return }
         let count = min(connection.window.room, self.queue.count, share)
         guard count > 0 else { return }
         if let signer = self.signer {
@@ -483,7 +482,7 @@ final class HTTP2SenderCore {
         }
         guard written > 0 else { return }
         self.statistics.requestsWritten += written
-        connection.lastActivity = .now()
+        self.pool.activity(&connection.member, now: NIODeadline.now().uptimeNanoseconds)
         handler.flush()
         self.resumeWaiters()
     }
