@@ -9,25 +9,13 @@ import PushFleetCore
 import Synchronization
 
 /// The event-loop-confined half of ``BinarySender``: the queue, the window of unconfirmed frames,
-/// and the connection's life. Every method runs on `eventLoop`.
+/// and the connection's I/O. Every method runs on `eventLoop`.
 ///
-/// A connection's life: connect (with backoff after failures) → write batches until
-/// ``BinarySender/Configuration/confirmEvery`` frames are out or the queue stays empty for the
-/// linger time → write a sentinel → wait for an error response → settle the window → reconnect.
-/// An invalid notification ends the connection the same way, earlier.
+/// A connection's life, as ``BinaryConnectionCycle`` decides it: connect (with backoff after
+/// failures) → write batches until the round is full or the queue stays empty for the linger time
+/// → write a sentinel → wait for an error response → settle the window → reconnect. An invalid
+/// notification ends the connection the same way, earlier.
 final class BinarySenderCore {
-    private enum ConnectionState {
-        case idle
-        /// Waiting out a backoff delay, or for TCP connect and the TLS handshake.
-        case connecting(generation: Int)
-        case writing(any Channel, generation: Int)
-        /// The sentinel is out: nothing more is written; the gateway's answer settles the window.
-        case awaitingProof(any Channel, generation: Int)
-        /// An error response arrived: waiting for the close.
-        case closing(generation: Int)
-        case shutdown
-    }
-
     private let configuration: BinarySender.Configuration
     private let eventLoop: any EventLoop
     private let events: AsyncStream<[DeliveryOutcome]>.Continuation
@@ -41,22 +29,14 @@ final class BinarySenderCore {
     private var writtenAtFront = 0
     /// Written frames not yet settled; `nil` marks the sentinel.
     private var window = BinarySendWindow<BinaryNotification?>()
-    private var state = ConnectionState.idle
-    private var generation = 0
+    /// The connection's decisions: generation, backoff, round size, pacing.
+    private var cycle: BinaryConnectionCycle
+    /// The channel of the connection writing or awaiting proof.
+    private var channel: (any Channel)?
+    private var random = SystemRandomNumberGenerator()
     private var nextIdentifier: UInt32 = 1
-    /// Consecutive connections that ended before proving any progress.
-    private var failedAttempts = 0
-    /// Frames to write before the next proof: halved after a rejection, doubled after a clean
-    /// proof, between one batch and `confirmEvery`. Everything written after a bad frame is lost
-    /// work, so when bad tokens are frequent the sender asks for proof sooner.
-    private var roundLimit: Int
-    /// Measures rounds and pauses; its advice is published in ``framesWanted``.
-    private var pacer: BinaryRoundPacer
+    /// Where the pacer's advice is published for the worker.
     private let framesWanted: FramesWanted
-    /// When the current round wrote its first frame; `nil` while the window is empty.
-    private var roundStarted: NIODeadline?
-    /// When the last sentinel was written, until the next connection is ready.
-    private var sentinelWritten: NIODeadline?
     private var writeScheduled = false
     /// No frame is written at or after this time (the worker's lease, by its own clock).
     private var writeDeadline: ContinuousClock.Instant?
@@ -80,17 +60,18 @@ final class BinarySenderCore {
         self.events = events
         self.logger = logger
         self.sslContext = Result { try NIOSSLContext(configuration: configuration.tls) }
-        self.roundLimit = configuration.confirmEvery
-        self.pacer = BinaryRoundPacer(bound: configuration.confirmEvery, minimum: configuration.batchSize)
+        self.cycle = BinaryConnectionCycle(
+            backoff: configuration.backoff, confirmEvery: configuration.confirmEvery, batchSize: configuration.batchSize
+        )
         self.framesWanted = framesWanted
         self.waiters = SenderWaiters(limit: configuration.maximumQueued)
-        framesWanted.value.store(self.pacer.framesWanted, ordering: .relaxed)
+        framesWanted.value.store(self.cycle.pacer.framesWanted, ordering: .relaxed)
     }
 
     // MARK: - Calls from BinarySender
 
     func enqueue(_ notifications: [BinaryNotification], continuation: CheckedContinuation<Void, any Error>) {
-        if case .shutdown = self.state {
+        if case .shutdown = self.cycle.state {
             continuation.resume(throwing: TransportError.senderClosed(host: self.configuration.host, port: self.configuration.port))
             return
         }
@@ -118,15 +99,15 @@ final class BinarySenderCore {
     }
 
     func shutdown() -> [BinaryNotification] {
-        switch self.state {
-        case .writing(let channel, _), .awaitingProof(let channel, _):
-            channel.close(promise: nil)
+        switch self.cycle.state {
+        case .writing, .awaitingProof, .closing:
+            self.channel?.close(promise: nil)
             self.metrics.connections.decrement()
-        case .closing:
-            self.metrics.connections.decrement()
-        default: break
+        case .idle, .connecting, .shutdown:
+            break
         }
-        self.state = .shutdown
+        self.channel = nil
+        self.cycle.shutdown()
         self.cancelTimers()
         let remaining = self.window.connectionLost().compactMap { $0 } + Array(self.queue)
         self.queue.removeAll()
@@ -149,22 +130,21 @@ final class BinarySenderCore {
     // MARK: - Connecting
 
     private func connectIfNeeded() {
-        guard case .idle = self.state, !self.queue.isEmpty else { return }
-        self.generation += 1
-        let generation = self.generation
-        self.state = .connecting(generation: generation)
-        let delay = self.configuration.backoff.delay(attempt: self.failedAttempts, random: Double.random(in: 0...1))
-        if delay == 0 {
+        guard let connect = self.cycle.connectIfNeeded(hasWork: !self.queue.isEmpty, using: &self.random) else { return }
+        let generation = connect.generation
+        if connect.delay == 0 {
             self.connect(generation: generation)
         } else {
-            self.logger.debug("reconnecting after backoff", metadata: ["delay_ms": "\(delay / 1_000_000)", "attempt": "\(self.failedAttempts)"])
+            self.logger.debug(
+                "reconnecting after backoff", metadata: ["delay_ms": "\(connect.delay / 1_000_000)", "attempt": "\(self.cycle.failedAttempts)"]
+            )
             let core = NIOLoopBound(self, eventLoop: self.eventLoop)
-            self.eventLoop.scheduleTask(in: .nanoseconds(Int64(delay))) { core.value.connect(generation: generation) }
+            self.eventLoop.scheduleTask(in: .nanoseconds(Int64(clamping: connect.delay))) { core.value.connect(generation: generation) }
         }
     }
 
     private func connect(generation: Int) {
-        guard case .connecting(let current) = self.state, current == generation else { return }
+        guard self.cycle.state == .connecting(generation: generation) else { return }
         let sslContext: NIOSSLContext
         switch self.sslContext {
         case .success(let context): sslContext = context
@@ -196,36 +176,30 @@ final class BinarySenderCore {
     }
 
     private func connectFailed(generation: Int, error: any Error) {
-        guard case .connecting(let current) = self.state, current == generation else { return }
+        guard self.cycle.connectFailed(generation: generation) else { return }
         self.statistics.connectFailures += 1
         self.metrics.connectFailures.increment()
-        self.failedAttempts += 1
         let failure = TransportError.connectionFailed(host: self.configuration.host, port: self.configuration.port, underlying: error)
         self.logger.warning("cannot connect to the binary gateway", metadata: ["error": "\(failure)"])
-        self.state = .idle
         self.connectIfNeeded()
     }
 
     // MARK: - Calls from BinaryConnectionHandler
 
     func connectionReady(_ channel: any Channel, generation: Int) {
-        guard case .connecting(let current) = self.state, current == generation else {
+        guard self.cycle.ready(generation: generation, now: NIODeadline.now().uptimeNanoseconds) else {
             channel.close(promise: nil)
             return
         }
-        self.state = .writing(channel, generation: generation)
-        if let sentinel = self.sentinelWritten {
-            self.sentinelWritten = nil
-            self.pacer.resumed(afterPauseOf: UInt64(max(0, (NIODeadline.now() - sentinel).nanoseconds)))
-            self.framesWanted.value.store(self.pacer.framesWanted, ordering: .relaxed)
-        }
+        self.channel = channel
+        self.framesWanted.value.store(self.cycle.pacer.framesWanted, ordering: .relaxed)
         self.statistics.connectionsOpened += 1
         self.metrics.connections.increment()
         self.scheduleWrite()
     }
 
     func writabilityChanged(generation: Int) {
-        guard case .writing(_, let current) = self.state, current == generation else { return }
+        guard self.cycle.writingGeneration == generation else { return }
         self.scheduleWrite()
     }
 
@@ -237,14 +211,7 @@ final class BinarySenderCore {
     }
 
     func errorResponse(_ response: BinaryErrorResponse, generation: Int) {
-        let channel: any Channel
-        switch self.state {
-        case .writing(let current, let g) where g == generation, .awaitingProof(let current, let g) where g == generation:
-            channel = current
-        default:
-            return
-        }
-        self.state = .closing(generation: generation)
+        guard self.cycle.errorResponseArrived(generation: generation) else { return }
         self.cancelTimers()
         self.statistics.errorResponses += 1
         self.errorResponseCounter(response.status).increment()
@@ -258,55 +225,58 @@ final class BinarySenderCore {
         }
         var outcomes = self.accept(resolution.accepted.compactMap { $0 })
         // A rejected sentinel (nil) is the proof we asked for, not a notification's outcome.
+        var rejectedNotification = false
         if let rejected = resolution.rejected, let notification = rejected {
+            rejectedNotification = true
             self.statistics.rejected += 1
             outcomes.append(.rejected(tag: notification.tag, Rejection(token: notification.token, reason: response.status.reason)))
-            self.roundLimit = max(self.configuration.batchSize, self.roundLimit / 2)
-        } else if resolution.identifierMatched && resolution.resend.isEmpty {
-            self.roundLimit = min(self.configuration.confirmEvery, self.roundLimit * 2)
         }
+        self.cycle.settled(
+            .init(identifierMatched: resolution.identifierMatched, rejectedNotification: rejectedNotification, resent: resolution.resend.count)
+        )
         if !outcomes.isEmpty { self.events.yield(outcomes) }
-        if resolution.identifierMatched { self.failedAttempts = 0 }
         self.requeue(resolution.resend.compactMap { $0 })
-        channel.close(promise: nil)
+        self.channel?.close(promise: nil)
+        self.channel = nil
         self.resumeWaiters()
     }
 
     func connectionClosed(generation: Int, error: (any Error)?) {
-        switch self.state {
-        case .connecting(let g) where g == generation:
+        let unconfirmed = self.cycle.state == .writing(generation: generation) || self.cycle.state == .awaitingProof(generation: generation)
+            ? self.window.connectionLost().compactMap { $0 } : []
+        switch self.cycle.closed(generation: generation, unconfirmed: unconfirmed.count) {
+        case .ignored:
+            return  // an older connection
+        case .failedToConnect:
             // TCP connected but TLS never completed.
             self.statistics.connectFailures += 1
             self.metrics.connectFailures.increment()
-            self.failedAttempts += 1
             let failure = TransportError.connectionFailed(
                 host: self.configuration.host, port: self.configuration.port, underlying: error.map { "\($0)" } ?? "closed during the TLS handshake"
             )
             self.logger.warning("TLS handshake with the binary gateway failed", metadata: ["error": "\(failure)"])
-        case .writing(_, let g) where g == generation, .awaitingProof(_, let g) where g == generation:
+        case .lost:
             self.metrics.connections.decrement()
-            let unknown = self.window.connectionLost().compactMap { $0 }
-            if !unknown.isEmpty {
+            if !unconfirmed.isEmpty {
                 self.statistics.silentCloses += 1
-                self.statistics.framesResentAfterSilentClose += unknown.count
-                self.logger.info("connection closed without an error response; writing its unconfirmed frames again", metadata: ["frames": "\(unknown.count)"])
-                self.requeue(unknown)
-                self.failedAttempts += 1
+                self.statistics.framesResentAfterSilentClose += unconfirmed.count
+                self.logger.info(
+                    "connection closed without an error response; writing its unconfirmed frames again", metadata: ["frames": "\(unconfirmed.count)"]
+                )
+                self.requeue(unconfirmed)
             }
-        case .closing(let g) where g == generation:
+        case .afterErrorResponse:
             self.metrics.connections.decrement()  // the error response already settled the window
-        default:
-            return  // an older connection
         }
+        self.channel = nil
         self.cancelTimers()
-        self.state = .idle
         self.connectIfNeeded()
     }
 
     // MARK: - Writing
 
     private func scheduleWrite() {
-        guard !self.writeScheduled, case .writing = self.state, !self.queue.isEmpty else { return }
+        guard !self.writeScheduled, self.cycle.writingGeneration != nil, !self.queue.isEmpty else { return }
         self.writeScheduled = true
         // Through the task queue, so that the loop reads (an error response) between two batches.
         let core = NIOLoopBound(self, eventLoop: self.eventLoop)
@@ -315,13 +285,12 @@ final class BinarySenderCore {
 
     private func writeBatch() {
         self.writeScheduled = false
-        guard case .writing(let channel, _) = self.state, channel.isWritable, self.mayWrite else { return }
-        let room = self.roundLimit - self.window.count
-        let count = min(self.configuration.batchSize, self.queue.count, room)
+        guard self.cycle.writingGeneration != nil, let channel = self.channel, channel.isWritable, self.mayWrite else { return }
+        let count = min(self.configuration.batchSize, self.queue.count, self.cycle.room(unconfirmed: self.window.count))
         if count > 0 {
             self.lingerTimer?.cancel()
             self.lingerTimer = nil
-            if self.window.isEmpty { self.roundStarted = .now() }
+            if self.window.isEmpty { self.cycle.roundStarted(now: NIODeadline.now().uptimeNanoseconds) }
             var buffer = channel.allocator.buffer(
                 capacity: count * BinaryFrameEncoder.frameSize(tokenByteCount: 32, payloadByteCount: self.queue[0].payload.byteCount)
             )
@@ -336,7 +305,7 @@ final class BinarySenderCore {
             channel.writeAndFlush(buffer, promise: nil)
             self.resumeWaiters()
         }
-        if self.window.count >= self.roundLimit {
+        if self.cycle.roundIsFull(unconfirmed: self.window.count) {
             self.writeSentinel()
         } else if self.queue.isEmpty {
             self.scheduleLinger()
@@ -349,20 +318,16 @@ final class BinarySenderCore {
     private func writeSentinel() {
         // No write deadline here: the sentinel delivers nothing, and its answer settles frames
         // written before the deadline.
-        guard case .writing(let channel, let generation) = self.state, !self.window.isEmpty else { return }
+        guard let channel = self.channel, !self.window.isEmpty,
+            let generation = self.cycle.sentinelWritten(frames: self.window.count, now: NIODeadline.now().uptimeNanoseconds)
+        else { return }
         self.lingerTimer?.cancel()
         self.lingerTimer = nil
-        let now = NIODeadline.now()
-        if let started = self.roundStarted {
-            self.pacer.roundWritten(frames: self.window.count, nanoseconds: UInt64(max(0, (now - started).nanoseconds)))
-        }
-        self.sentinelWritten = now
         let identifier = self.takeIdentifier()
         var buffer = channel.allocator.buffer(capacity: 64)
         self.encoder.writeSentinel(identifier: identifier, into: &buffer)
         self.window.written(nil, identifier: identifier)
         self.statistics.sentinels += 1
-        self.state = .awaitingProof(channel, generation: generation)
         channel.writeAndFlush(buffer, promise: nil)
         let core = NIOLoopBound(self, eventLoop: self.eventLoop)
         self.proofTimer = self.eventLoop.scheduleTask(in: self.configuration.confirmationTimeout) {
@@ -371,7 +336,7 @@ final class BinarySenderCore {
     }
 
     private func scheduleLinger() {
-        guard self.lingerTimer == nil, case .writing = self.state, !self.window.isEmpty else { return }
+        guard self.lingerTimer == nil, self.cycle.writingGeneration != nil, !self.window.isEmpty else { return }
         let core = NIOLoopBound(self, eventLoop: self.eventLoop)
         self.lingerTimer = self.eventLoop.scheduleTask(in: self.configuration.linger) {
             let core = core.value
@@ -381,7 +346,7 @@ final class BinarySenderCore {
     }
 
     private func proofTimedOut(generation: Int) {
-        guard case .awaitingProof(let channel, let current) = self.state, current == generation else { return }
+        guard self.cycle.proofOverdue(generation: generation), let channel = self.channel else { return }
         self.statistics.confirmationTimeouts += 1
         self.metrics.requestTimeouts.increment()
         self.logger.warning(
