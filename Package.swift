@@ -101,13 +101,12 @@ let package = Package(
             ],
             swiftSettings: strictSettings
         ),
-        // The long-running parts: worker, coordinator, launch, status.
+        // The long-running parts: worker, coordinator, launch, status. No NIO: the transport's
+        // senders and the stores' clients do the I/O.
         .target(
             name: "PushFleetServices",
             dependencies: [
                 "PushFleetCore", "APNSWire", "APNSTransport", "PushFleetRedis", "PushFleetPostgres",
-                .product(name: "NIOCore", package: "swift-nio"),
-                .product(name: "NIOPosix", package: "swift-nio"),
                 .product(name: "CoreMetrics", package: "swift-metrics"),
                 .product(name: "Logging", package: "swift-log"),
             ],

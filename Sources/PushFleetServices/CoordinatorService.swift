@@ -5,8 +5,6 @@ public import PushFleetRedis
 import CoreMetrics
 import APNSWire
 public import Foundation
-import NIOCore
-import NIOPosix
 public import PushFleetCore
 import Synchronization
 
@@ -216,8 +214,7 @@ public final class CoordinatorService: Sendable {
         for source in self.configuration.feedback {
             do {
                 let tuples = try await FeedbackClient.fetch(
-                    host: source.host, port: source.port, tls: source.tls, serverHostname: source.serverHostname,
-                    eventLoop: MultiThreadedEventLoopGroup.singleton.next()
+                    host: source.host, port: source.port, tls: source.tls, serverHostname: source.serverHostname, on: .shared
                 )
                 guard !tuples.isEmpty else { continue }
                 try await self.store.markTokens(

@@ -135,6 +135,12 @@ public struct HTTP2Notification: Hashable, Sendable {
         self.body = body
     }
 
+    /// A notification whose request carries `ownPayload` (a personalized campaign's rendering)
+    /// in place of the template's payload.
+    public init(token: DeviceToken, tag: UInt64 = 0, template: HTTP2NotificationTemplate, ownPayload: [UInt8]) {
+        self.init(token: token, tag: tag, template: template, body: ByteBuffer(bytes: ownPayload))
+    }
+
     /// The bytes the request's DATA carries.
     public var payload: ByteBuffer { self.body ?? self.template.payload }
 }

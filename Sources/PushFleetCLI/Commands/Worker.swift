@@ -106,7 +106,6 @@ struct Worker: AsyncParsableCommand {
     }
 
     private func makeTransport(logger: Logger) throws -> DeliveryTransport {
-        let group = CampaignLoops.group
         if self.protocol == .binary {
             let endpoint = try self.endpoint.map { try Endpoint(parsing: $0, option: "--endpoint") }
                 ?? Endpoint(host: self.environment.binaryHost, port: 2195)
@@ -114,7 +113,7 @@ struct Worker: AsyncParsableCommand {
                 host: endpoint.host, port: endpoint.port, tls: try self.tls.clientTLS().makeConfiguration(), confirmEvery: self.confirmEvery,
                 maximumQueued: 1_000
             )
-            return .binary(configuration: configuration, group: group, logger: logger)
+            return .binary(configuration: configuration, loops: .campaign, logger: logger)
         }
         let endpoint = try self.endpoint.map { try Endpoint(parsing: $0, option: "--endpoint") }
             ?? Endpoint(host: self.environment.http2Host, port: 443)
@@ -123,6 +122,6 @@ struct Worker: AsyncParsableCommand {
             host: endpoint.host, port: endpoint.port, tls: tls, authentication: authentication, connections: self.connections,
             connectionSpacing: .nanoseconds(Int64(self.connectionSpacingS * 1_000_000_000))
         )
-        return .http2(configuration: configuration, group: group, logger: logger)
+        return .http2(configuration: configuration, loops: .campaign, logger: logger)
     }
 }

@@ -1,8 +1,6 @@
 public import APNSTransport
 import APNSWire
 public import Logging
-public import NIOCore
-import NIOPosix
 import PushFleetCore
 import PushFleetRedis
 
@@ -59,17 +57,17 @@ public struct DeliveryTransport: Sendable {
     let makeTemplate: @Sendable (CampaignDescriptor) throws -> CampaignTemplate
 
     /// The legacy binary protocol: one ``BinarySender`` (one connection) per slot.
-    public static func binary(configuration: BinarySender.Configuration, group: any EventLoopGroup, logger: Logger) -> Self {
-        let makeChannel: @Sendable (any EventLoop) -> any DeliveryChannel = { loop in
-            SenderChannel(sender: BinarySender(configuration: configuration, eventLoop: loop, logger: logger))
+    public static func binary(configuration: BinarySender.Configuration, loops: SenderLoops, logger: Logger) -> Self {
+        let makeChannel: @Sendable (SenderLoops) -> any DeliveryChannel = { loops in
+            SenderChannel(sender: BinarySender(configuration: configuration, on: loops, logger: logger))
         }
         return Self(
             protocol: .binary,
             connectionsPerChannel: 1,
-            makeChannel: { makeChannel(group.next()) },
+            makeChannel: { makeChannel(loops) },
             // The binary gateway drops idle connections without a word, so the lane's connects on
             // its first notification, as a slot's does: the same channel, on the lanes' loop.
-            makeLaneChannel: { makeChannel(laneLoops.next()) },
+            makeLaneChannel: { makeChannel(.lane) },
             makeTemplate: { descriptor in
                 CampaignTemplate(
                     wire: .binary(
@@ -85,16 +83,16 @@ public struct DeliveryTransport: Sendable {
     /// The HTTP/2 provider API: one slot whose ``HTTP2Sender`` keeps a pool of
     /// ``HTTP2Sender/Configuration/connections`` connections, opened a few seconds apart, and
     /// multiplexes every shard of the slot over them.
-    public static func http2(configuration: HTTP2Sender.Configuration, group: any EventLoopGroup, logger: Logger) -> Self {
+    public static func http2(configuration: HTTP2Sender.Configuration, loops: SenderLoops, logger: Logger) -> Self {
         Self(
             protocol: .http2,
             connectionsPerChannel: max(1, configuration.connections),
-            makeChannel: { SenderChannel(sender: try HTTP2Sender(configuration: configuration, eventLoop: group.next(), logger: logger)) },
+            makeChannel: { SenderChannel(sender: try HTTP2Sender(configuration: configuration, on: loops, logger: logger)) },
             makeLaneChannel: {
                 var lane = configuration
                 lane.connections = 1
                 lane.keepsConnectionsOpen = true
-                return SenderChannel(sender: try HTTP2Sender(configuration: lane, eventLoop: laneLoops.next(), logger: logger))
+                return SenderChannel(sender: try HTTP2Sender(configuration: lane, on: .lane, logger: logger))
             },
             makeTemplate: { descriptor in
                 let d = descriptor.definition
@@ -127,12 +125,6 @@ extension CampaignDescriptor {
         return template
     }
 }
-
-/// The event loop of every notification lane of this process: a thread of its own, so that a
-/// ring's request and answer are never read behind the campaign connections' backlogs, which take
-/// a shared loop tens of milliseconds a turn when a campaign runs at full speed.
-/// Kept for the process's life, like NIO's singleton group.
-private let laneLoops = MultiThreadedEventLoopGroup(numberOfThreads: 1)
 
 /// A notification a campaign's template makes for its recipients.
 protocol CampaignNotification: TaggedNotification {
@@ -169,11 +161,13 @@ extension HTTP2Notification: CampaignNotification {
         var notifications: [HTTP2Notification] = []
         notifications.reserveCapacity(tokens.count)
         for (offset, token) in tokens.enumerated() {
-            var body: ByteBuffer? = nil
+            let tag = firstTag + UInt64(offset)
             if let personalization = campaign.personalization, let values {
-                body = ByteBuffer(bytes: campaign.render(personalization, values[offset]))
+                let payload = campaign.render(personalization, values[offset])
+                notifications.append(HTTP2Notification(token: token, tag: tag, template: template, ownPayload: payload))
+            } else {
+                notifications.append(HTTP2Notification(token: token, tag: tag, template: template))
             }
-            notifications.append(HTTP2Notification(token: token, tag: firstTag + UInt64(offset), template: template, body: body))
         }
         return notifications
     }

@@ -1,8 +1,6 @@
 public import APNSTransport
 public import APNSWire
 public import Logging
-import NIOCore
-import NIOPosix
 public import PushFleetCore
 import Synchronization
 
@@ -39,7 +37,7 @@ public struct BinaryDelivery: Sendable {
     public func run(next: () throws -> [DeviceToken], progress: @escaping @Sendable (Int) -> Void) async throws -> Result {
         let tally = Tally()
         let senders = (0..<self.connections).map { _ in
-            BinarySender(configuration: self.configuration, eventLoop: MultiThreadedEventLoopGroup.singleton.next(), logger: self.logger)
+            BinarySender(configuration: self.configuration, on: .shared, logger: self.logger)
         }
         let collectors = senders.map { sender in
             Task {

@@ -1,7 +1,6 @@
 public import APNSTransport
 public import APNSWire
 public import Logging
-import NIOPosix
 public import PushFleetCore
 import Synchronization
 
@@ -35,7 +34,7 @@ public struct HTTP2Delivery: Sendable {
     /// Sends every token `next` yields (an empty batch ends the stream) and returns once each has
     /// an answer, or at the timeout (the rest counted in ``Result/unsettled``).
     public func run(next: () throws -> [DeviceToken]) async throws -> Result {
-        let sender = try HTTP2Sender(configuration: self.configuration, eventLoop: MultiThreadedEventLoopGroup.singleton.next(), logger: self.logger)
+        let sender = try HTTP2Sender(configuration: self.configuration, on: .shared, logger: self.logger)
         let tally = Mutex(Result())
         let collector = Task {
             for await outcomes in sender.events {
