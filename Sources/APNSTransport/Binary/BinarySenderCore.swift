@@ -232,7 +232,7 @@ final class BinarySenderCore {
             outcomes.append(.rejected(tag: notification.tag, Rejection(token: notification.token, reason: response.status.reason)))
         }
         self.cycle.settled(
-            .init(identifierMatched: resolution.identifierMatched, rejectedNotification: rejectedNotification, resent: resolution.resend.count)
+            identifierMatched: resolution.identifierMatched, rejectedNotification: rejectedNotification, resent: resolution.resend.count
         )
         if !outcomes.isEmpty { self.events.yield(outcomes) }
         self.requeue(resolution.resend.compactMap { $0 })

@@ -21,33 +21,6 @@ public struct BinaryConnectionCycle: Sendable {
         case shutdown
     }
 
-    /// Connect the connection of `generation` after `delay` nanoseconds (0: at once).
-    public struct Connect: Sendable, Equatable {
-        public var generation: Int
-        public var delay: UInt64
-
-        public init(generation: Int, delay: UInt64) {
-            self.generation = generation
-            self.delay = delay
-        }
-    }
-
-    /// How an error response settled the window, as far as the cycle's decisions go.
-    public struct Settlement: Sendable, Equatable {
-        /// Its identifier named a frame of the window.
-        public var identifierMatched: Bool
-        /// It rejected a notification (not the sentinel).
-        public var rejectedNotification: Bool
-        /// Frames it left unproven, to be written again.
-        public var resent: Int
-
-        public init(identifierMatched: Bool, rejectedNotification: Bool, resent: Int) {
-            self.identifierMatched = identifierMatched
-            self.rejectedNotification = rejectedNotification
-            self.resent = resent
-        }
-    }
-
     /// How a connection's close counted.
     public enum Close: Sendable, Equatable {
         /// About an older connection, or after shutdown: nothing to do.
@@ -98,13 +71,14 @@ public struct BinaryConnectionCycle: Sendable {
 
     // MARK: - Inputs
 
-    /// Starts a connection if none is under way and there is work.
-    public mutating func connectIfNeeded(hasWork: Bool, using generator: inout some RandomNumberGenerator) -> Connect? {
+    /// Starts a connection if none is under way and there is work: connect the connection of
+    /// `generation` after `delay` nanoseconds (0: at once).
+    public mutating func connectIfNeeded(hasWork: Bool, using generator: inout some RandomNumberGenerator) -> (generation: Int, delay: UInt64)? {
         guard case .idle = self.state, hasWork else { return nil }
         self.generation += 1
         self.state = .connecting(generation: self.generation)
         let delay = self.backoff.delay(attempt: self.failedAttempts, random: Double.random(in: 0...1, using: &generator))
-        return Connect(generation: self.generation, delay: delay)
+        return (self.generation, delay)
     }
 
     /// The connect of `generation` failed (TCP, or no TLS context): the next one backs off.
@@ -167,15 +141,17 @@ public struct BinaryConnectionCycle: Sendable {
         }
     }
 
-    /// The error response's settlement: a rejection halves the next round, a clean proof doubles
-    /// it, and a matched identifier proves the connection worked.
-    public mutating func settled(_ settlement: Settlement) {
-        if settlement.rejectedNotification {
+    /// How the error response settled the window: whether its identifier named a frame of the
+    /// window, whether it rejected a notification (not the sentinel), and how many frames it left
+    /// unproven. A rejection halves the next round, a clean proof doubles it, and a matched
+    /// identifier proves the connection worked.
+    public mutating func settled(identifierMatched: Bool, rejectedNotification: Bool, resent: Int) {
+        if rejectedNotification {
             self.roundLimit = max(self.batchSize, self.roundLimit / 2)
-        } else if settlement.identifierMatched && settlement.resent == 0 {
+        } else if identifierMatched && resent == 0 {
             self.roundLimit = min(self.confirmEvery, self.roundLimit * 2)
         }
-        if settlement.identifierMatched { self.failedAttempts = 0 }
+        if identifierMatched { self.failedAttempts = 0 }
     }
 
     /// Whether the proof awaited from `generation` is overdue: close the connection.
