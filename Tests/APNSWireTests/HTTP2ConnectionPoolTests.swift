@@ -93,9 +93,11 @@ import Testing
         #expect(replacement.map(\.delay) == [0])
         #expect(pool.retire(member) == false)  // the position is the replacement's now
         #expect(pool.filling == [replacement[0].member.id])
-        // The retired connection closing later, its streams answered, leaves the replacement alone.
+        // The retired connection closing later, having answered nothing, counts as a failure of
+        // its position, and leaves the replacement in it alone.
         #expect(pool.closed(&member, now: Self.second, lostStreams: 0) == .closed(failed: true))
         #expect(pool.filling == [replacement[0].member.id])
+        #expect(pool.failures == [1])
     }
 
     @Test mutating func aGoAwayBeforeAnyAnswerCountsAsAFailure() {
@@ -154,7 +156,7 @@ import Testing
         #expect(pool.open(now: Self.second, hasWork: true, using: &self.random).map(\.delay) == [0])
     }
 
-    @Test mutating func afterShutdownNothingOpensOrBecomesReadyOrCounts() {
+    @Test mutating func afterShutdownNothingOpensOrBecomesReadyOrCountsAFailedConnect() {
         var pool = Self.pool(positions: 2)
         var openings = pool.open(now: 0, hasWork: true, using: &self.random)
         #expect(pool.ready(&openings[0].member, now: 0) == true)
