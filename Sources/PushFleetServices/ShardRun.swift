@@ -10,7 +10,7 @@ import Synchronization
 struct ShardRun {
     enum Ending: Hashable { case completed, released, leaseLost, abandoned }
 
-    let worker: WorkerService
+    let environment: ShardRunEnvironment
     let lease: ShardLease
     let template: CampaignTemplate
     let slot: SlotContext
@@ -25,26 +25,26 @@ struct ShardRun {
     private let readMark: ReadMark
 
     init(
-        worker: WorkerService, lease: ShardLease, leasedAt: ContinuousClock.Instant, template: CampaignTemplate, slot: SlotContext,
+        environment: ShardRunEnvironment, lease: ShardLease, leasedAt: ContinuousClock.Instant, template: CampaignTemplate, slot: SlotContext,
         runTag: UInt64, drain: DrainSignal, onFeedEnded: @escaping @Sendable () -> Void
     ) {
-        self.worker = worker
+        self.environment = environment
         self.lease = lease
         self.template = template
         self.slot = slot
         self.runTag = runTag
         self.drain = drain
         self.onFeedEnded = onFeedEnded
-        self.machine = StateMachine(lease: lease, runTag: runTag, configuration: worker.configuration, leasedAt: leasedAt)
+        self.machine = StateMachine(lease: lease, runTag: runTag, configuration: environment.configuration, leasedAt: leasedAt)
         self.readMark = ReadMark(lease.cursor)
     }
 
-    private var logger: Logger { self.worker.logger }
+    private var logger: Logger { self.environment.logger }
 
     /// Works the shard until it is completed, released or lost.
     mutating func execute(inputs: AsyncStream<SlotInput>, continuation: AsyncStream<SlotInput>.Continuation) async -> Ending {
         // However the run ends, the worker keeps it until Postgres holds it (see ``EndedRuns``).
-        defer { self.worker.endedRuns.record(self.lease, reached: self.readMark.value) }
+        defer { self.environment.endedRuns.record(self.lease, reached: self.readMark.value) }
         let stop = StopFlag()
         if let ending = await self.perform(self.machine.start(now: .now), stop: stop) { return ending }
         let feeder = self.startFeeder(stop: stop, continuation: continuation)
@@ -94,13 +94,13 @@ struct ShardRun {
                 let tags = await self.slot.channel.withdraw(runTag: self.runTag)
                 action = self.machine.withdrawn(tags, now: .now)
             case .pauseCampaign(let request):
-                let reason = request.reason + (self.worker.configuration.credentials.map { " for \($0)" } ?? "")
+                let reason = request.reason + (self.environment.configuration.credentials.map { " for \($0)" } ?? "")
                 self.logger.error(
                     request.isOutage ? "APNs is failing: pausing the campaign until it recovers" : "APNs refused the provider, not the token: pausing the campaign",
                     metadata: self.metadata.merging(["reason": "\(reason)"]) { $1 }
                 )
                 do {
-                    try await self.worker.queue.requestPause(campaign: self.lease.campaign, reason: reason, outage: request.isOutage)
+                    _ = try await self.environment.queue.requestPause(campaign: self.lease.campaign, reason: reason, outage: request.isOutage)
                 } catch {
                     // The run stops anyway; the next run to meet the same answer asks again.
                     self.logger.warning("cannot pause the campaign", metadata: self.metadata.merging(["error": "\(error)"]) { $1 })
@@ -118,7 +118,9 @@ struct ShardRun {
             case .checkpoint(let delta):
                 do {
                     let started = ContinuousClock.now
-                    let result = try await self.worker.queue.checkpoint(self.lease, delta, leaseMilliseconds: self.worker.configuration.leaseMilliseconds)
+                    let result = try await self.environment.queue.checkpoint(
+                        self.lease, delta, leaseMilliseconds: self.environment.configuration.leaseMilliseconds
+                    )
                     FleetMetrics.shared.checkpointDuration.record(ContinuousClock.now - started)
                     switch result {
                     case .ok(let status):
@@ -135,12 +137,12 @@ struct ShardRun {
                     action = self.machine.checkpointFailed(now: .now)
                 }
             case .complete:
-                if (try? await self.worker.queue.complete(self.lease)) != true {
+                if (try? await self.environment.queue.complete(self.lease)) != true {
                     self.logger.warning("lease lost at completion", metadata: self.metadata)
                 }
                 return .completed
             case .release(let cursor, let ending):
-                _ = try? await self.worker.queue.release(self.lease, cursor: cursor, countAttempt: false)
+                _ = try? await self.environment.queue.release(self.lease, cursor: cursor, countAttempt: false)
                 return ending
             case .end(let ending, let giveBack):
                 if ending == .abandoned {
@@ -153,16 +155,16 @@ struct ShardRun {
     }
 
     private func startFeeder(stop stopFlag: StopFlag, continuation: AsyncStream<SlotInput>.Continuation) -> Task<Void, Never> {
-        let queue = self.worker.queue
+        let queue = self.environment.queue
         let lease = self.lease
         let channel = self.slot.channel
         let runTag = self.runTag
-        let window = self.worker.configuration.readWindow
+        let window = self.environment.configuration.readWindow
         let template = self.template
         let logger = self.logger
         let onFeedEnded = self.onFeedEnded
         let readMark = self.readMark
-        let worker = self.worker
+        let paced = self.environment.paced
         return Task {
             var next = lease.cursor
             defer {
@@ -173,7 +175,7 @@ struct ShardRun {
                 do {
                     guard
                         let read = try await queue.read(
-                            lease, from: next, count: min(window, lease.tokenCount - next), personalized: template.personalization != nil
+                            lease, from: next, count: min(window, lease.tokenCount - next), clock: nil, personalized: template.personalization != nil
                         )
                     else {
                         continuation.yield(.leaseLost)
@@ -181,7 +183,7 @@ struct ShardRun {
                     }
                     if let wait = read.retryAfter {
                         // A throttled campaign: the fleet's bucket refills.
-                        worker.paced.paced(lease.campaign)
+                        paced.paced(lease.campaign)
                         try? await Task.sleep(for: wait)
                         continue
                     }

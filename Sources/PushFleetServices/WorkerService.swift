@@ -30,6 +30,10 @@ public final class WorkerService: Sendable {
     let endedRuns = EndedRuns()
     /// The campaigns this worker's slots hold and which of them are throttled (see ``PacedCampaigns``).
     let paced = PacedCampaigns()
+    /// What each of this worker's shard runs is given.
+    var shardRunEnvironment: ShardRunEnvironment {
+        ShardRunEnvironment(queue: self.queue, configuration: self.configuration, logger: self.logger, endedRuns: self.endedRuns, paced: self.paced)
+    }
     private let channelProblem = Mutex<String?>(nil)
 
     /// Why the last attempt to make a sender failed (credentials that cannot be loaded), or `nil`
@@ -210,7 +214,7 @@ public final class WorkerService: Sendable {
                         feeding = runTag
                         group.addTask { [context] in
                             var shard = ShardRun(
-                                worker: self, lease: claimed.lease, leasedAt: claimed.leasedAt, template: claimed.template, slot: context,
+                                environment: self.shardRunEnvironment, lease: claimed.lease, leasedAt: claimed.leasedAt, template: claimed.template, slot: context,
                                 runTag: runTag, drain: drain, onFeedEnded: { sink.yield(.feedEnded(runTag: runTag)) }
                             )
                             let ending = await shard.execute(inputs: inputs, continuation: continuation)
