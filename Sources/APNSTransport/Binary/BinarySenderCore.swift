@@ -242,8 +242,7 @@ final class BinarySenderCore {
     }
 
     func connectionClosed(generation: Int, error: (any Error)?) {
-        let unconfirmed = self.cycle.state == .writing(generation: generation) || self.cycle.state == .awaitingProof(generation: generation)
-            ? self.window.connectionLost().compactMap { $0 } : []
+        let unconfirmed = self.cycle.holdsUnconfirmedFrames(generation: generation) ? self.window.connectionLost().compactMap { $0 } : []
         switch self.cycle.closed(generation: generation, unconfirmed: unconfirmed.count) {
         case .ignored:
             return  // an older connection

@@ -129,16 +129,18 @@ public struct BinaryConnectionCycle: Sendable {
         return generation
     }
 
-    /// Whether an error response on `generation` is to be settled (the connection writing or
-    /// awaiting proof); the connection then closes.
+    /// Whether the connection of `generation` is writing or awaiting proof: its frames are
+    /// unconfirmed, and its error response or its close settles them.
+    public func holdsUnconfirmedFrames(generation: Int) -> Bool {
+        self.state == .writing(generation: generation) || self.state == .awaitingProof(generation: generation)
+    }
+
+    /// Whether an error response on `generation` is to be settled (``holdsUnconfirmedFrames(generation:)``);
+    /// the connection then closes.
     public mutating func errorResponseArrived(generation: Int) -> Bool {
-        switch self.state {
-        case .writing(let current) where current == generation, .awaitingProof(let current) where current == generation:
-            self.state = .closing(generation: generation)
-            return true
-        default:
-            return false
-        }
+        guard self.holdsUnconfirmedFrames(generation: generation) else { return false }
+        self.state = .closing(generation: generation)
+        return true
     }
 
     /// How the error response settled the window: whether its identifier named a frame of the
@@ -163,13 +165,13 @@ public struct BinaryConnectionCycle: Sendable {
     public mutating func closed(generation: Int, unconfirmed: Int) -> Close {
         let close: Close
         switch self.state {
-        case .connecting(let current) where current == generation:
+        case .connecting(generation):
             self.failedAttempts += 1
             close = .failedToConnect
-        case .writing(let current) where current == generation, .awaitingProof(let current) where current == generation:
+        case .writing(generation), .awaitingProof(generation):
             if unconfirmed > 0 { self.failedAttempts += 1 }
             close = .lost
-        case .closing(let current) where current == generation:
+        case .closing(generation):
             close = .afterErrorResponse
         default:
             return .ignored
