@@ -82,15 +82,6 @@ redis_port="${PUSHFLEET_REDIS_URL##*:}"
 topic="com.example.bench"
 
 now() { date +%s.%N; }
-cpu_ticks() { awk '{print $14 + $15}' "/proc/$1/stat"; }
-# A process's CPU and that of its children, the ended ones (waited for) and the live ones: Postgres
-# runs a process per connection.
-tree_ticks() {
-    local total child
-    total="$(awk '{print $14 + $15 + $16 + $17}' "/proc/$1/stat")"
-    for child in $(pgrep -P "$1"); do total=$((total + $(cpu_ticks "$child" 2>/dev/null || echo 0))); done
-    echo "$total"
-}
 # The other processes' CPU, sampled at launch and at completion: simulator, coordinator, Redis, Postgres.
 others_ticks() { echo "$(cpu_ticks "$simulator_pid") $(cpu_ticks "$coordinator_pid") $(cpu_ticks "$redis_pid") $(tree_ticks "$postgres_pid")"; }
 peak_rss_kb() { awk '/VmHWM/ {print $2}' "/proc/$1/status"; }

@@ -165,17 +165,31 @@ public struct PayloadTemplate: Sendable, Hashable {
     public func pack(_ value: (Int) throws -> String?) rethrows -> (packed: [UInt8], renderedSize: Int) {
         var packed: [UInt8] = []
         packed.reserveCapacity(self.fields.count * 16)
-        let size = try self.packFields(into: &packed, value)
+        let size = try self.packFields(into: &packed) { try Self.utf8(of: value, $0, $1) }
         return (packed, size)
     }
 
     /// Appends to `out` the values `value(i)` packed, with their length in LEB128 first (as
     /// ``RecipientValueList`` keeps a recipient's), and returns the rendered size.
     func pack(into out: inout [UInt8], _ value: (Int) throws -> String?) rethrows -> Int {
+        try self.pack(into: &out) { try Self.utf8(of: value, $0, $1) }
+    }
+
+    /// ``pack(into:_:)`` from each field's value as UTF-8 bytes, `utf8(i)` (nil or empty: none),
+    /// without making a string of it: what a launch from an audience file does per recipient.
+    func pack(into out: inout [UInt8], utf8 value: (Int) -> UnsafeBufferPointer<UInt8>?) -> Int {
+        self.pack(into: &out) { field, body in body(value(field)) }
+    }
+
+    /// Appends the values `withValue(i, body)` hands to `body` (UTF-8; nil for none) packed, after
+    /// their length in LEB128; returns the rendered size.
+    private func pack(
+        into out: inout [UInt8], _ withValue: (Int, (UnsafeBufferPointer<UInt8>?) -> Void) throws -> Void
+    ) rethrows -> Int {
         // The length first: one byte while the packing is under 128 bytes, moved on if it is not.
         let lengthAt = out.count
         out.append(0)
-        let size = try self.packFields(into: &out, value)
+        let size = try self.packFields(into: &out, withValue)
         let packedLength = out.count - lengthAt - 1
         if packedLength < 0x80 {
             out[lengthAt] = UInt8(packedLength)
@@ -187,19 +201,25 @@ public struct PayloadTemplate: Sendable, Hashable {
         return size
     }
 
-    /// Appends the values `value(i)` packed to `out`; returns the rendered size.
-    private func packFields(into out: inout [UInt8], _ value: (Int) throws -> String?) rethrows -> Int {
+    /// Hands the UTF-8 of `value(field)` to `body` (nil for none).
+    private static func utf8(of value: (Int) throws -> String?, _ field: Int, _ body: (UnsafeBufferPointer<UInt8>?) -> Void) rethrows {
+        guard var text = try value(field) else { return body(nil) }
+        text.withUTF8 { body($0) }
+    }
+
+    /// Appends each field's value, handed by `withValue(i, body)` to `body` as UTF-8 (nil or empty:
+    /// none), escaped after its length; returns the rendered size.
+    private func packFields(
+        into out: inout [UInt8], _ withValue: (Int, (UnsafeBufferPointer<UInt8>?) -> Void) throws -> Void
+    ) rethrows -> Int {
         var size = self.textSize
         for field in self.fields.indices {
             var length = 0
-            if var value = try value(field) {
-                length = value.withUTF8 { Self.escapedSize($0) }
+            try withValue(field) { utf8 in
+                guard let utf8, !utf8.isEmpty else { return out.append(0) }
+                length = Self.escapedSize(utf8)
                 LEB128.append(length, to: &out)
-                value.withUTF8 { utf8 in
-                    if length == utf8.count { out.append(contentsOf: utf8) } else { Self.escape(utf8, into: &out) }
-                }
-            } else {
-                out.append(0)
+                if length == utf8.count { out.append(contentsOf: utf8) } else { Self.escape(utf8, into: &out) }
             }
             for use in self.placeholderFallbacks where use.field == field { size += length > 0 ? length : use.size }
         }

@@ -40,10 +40,26 @@ public struct RecipientValueList: Sendable, Hashable {
         self.count += 1
     }
 
+    /// Appends a recipient's values taken from another list (``bytes``, at ``values(at:)``): a
+    /// concrete overload, so that a caller in another module does not go through the generic one.
+    public mutating func append(_ values: ArraySlice<UInt8>) {
+        LEB128.append(values.count, to: &self.bytes)
+        self.bytes.append(contentsOf: values)
+        self.count += 1
+    }
+
     /// Appends a recipient's values as `template` packs them from `value(i)`, its value of field
     /// `i`; returns the size of the payload they render to.
     public mutating func append(_ template: PayloadTemplate, _ value: (Int) throws -> String?) rethrows -> Int {
         let size = try template.pack(into: &self.bytes, value)
+        self.count += 1
+        return size
+    }
+
+    /// ``append(_:_:)`` from each field's value as UTF-8, `utf8(i)` (nil or empty: none), valid
+    /// UTF-8 that stays readable for the call.
+    public mutating func append(_ template: PayloadTemplate, utf8 value: (Int) -> UnsafeBufferPointer<UInt8>?) -> Int {
+        let size = template.pack(into: &self.bytes, utf8: value)
         self.count += 1
         return size
     }

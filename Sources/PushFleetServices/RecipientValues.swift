@@ -12,6 +12,14 @@ public enum RecipientValues {
         try self.check(try list.append(template, valueAt), format: format)
     }
 
+    /// ``append(to:_:format:valueAt:)`` from each field's value as UTF-8, `utf8(i)` (nil or empty:
+    /// none), without making strings: an audience file's recipients (``TokenFileReader/BatchValues``).
+    public static func append(
+        to list: inout RecipientValueList, _ template: PayloadTemplate, format: PayloadFormat, utf8: (Int) -> UnsafeBufferPointer<UInt8>?
+    ) throws {
+        try self.check(list.append(template, utf8: utf8), format: format)
+    }
+
     private static func check(_ size: Int, format: PayloadFormat) throws {
         let limit = format.maximumByteCount
         guard size <= limit else {

@@ -31,6 +31,16 @@ pf_harness_start() {
     bash scripts/make-test-certs.sh "$tmp/certs" >/dev/null
 }
 
+# cpu_ticks PID: a process's user and system CPU in clock ticks. tree_ticks PID: the same with its
+# children's, the ended ones (waited for) and the live ones (Postgres runs a process per connection).
+cpu_ticks() { awk '{print $14 + $15}' "/proc/$1/stat"; }
+tree_ticks() {
+    local total child
+    total="$(awk '{print $14 + $15 + $16 + $17}' "/proc/$1/stat")"
+    for child in $(pgrep -P "$1"); do total=$((total + $(cpu_ticks "$child" 2>/dev/null || echo 0))); done
+    echo "$total"
+}
+
 # pf_make_tokens N: N random 32-byte tokens in hex, one per line.
 pf_make_tokens() { head -c $(($1 * 32)) /dev/urandom | od -An -v -tx1 -w32 | tr -d ' '; }
 

@@ -62,22 +62,23 @@ public struct PersonalizedFileTokenSource: TokenSource {
             )
         }
         var packed = RecipientValueList()
-        for index in batch.indices {
-            let values = reader.batchValues[index]
-            try Self.append(to: &packed, self.template, format: self.format, reader: reader, index: index) { values[$0] }
+        try reader.withBatchValues { values in
+            for index in batch.indices {
+                try Self.append(to: &packed, self.template, format: self.format, reader: reader, index: index) { values[token: index, field: $0] }
+            }
         }
         self.batchValues = packed
         return batch
     }
 
-    /// ``RecipientValues/append(to:_:format:valueAt:)`` for recipient `index` of the reader's
-    /// batch, whose value of the template's field `i` is `value(i)`; a refusal names its line.
+    /// ``RecipientValues/append(to:_:format:utf8:)`` for recipient `index` of the reader's batch,
+    /// whose value of the template's field `i` is `utf8(i)`; a refusal names its line.
     static func append(
         to list: inout RecipientValueList, _ template: PayloadTemplate, format: PayloadFormat, reader: TokenFileReader, index: Int,
-        value: (Int) -> String?
+        utf8: (Int) -> UnsafeBufferPointer<UInt8>?
     ) throws {
         do {
-            try RecipientValues.append(to: &list, template, format: format, valueAt: value)
+            try RecipientValues.append(to: &list, template, format: format, utf8: utf8)
         } catch {
             throw AudienceFileError("\(reader.path):\(reader.lineOf(tokenAtBatchIndex: index)): \(error)")
         }
@@ -116,7 +117,7 @@ public struct FilePlannedTokenSource: PlannedTokenSource {
     public mutating func next(upTo maximum: Int) async throws -> [(token: DeviceToken, part: Int)] {
         let batch = try await self.tokens.next(upTo: maximum)
         let reader = self.tokens.reader
-        let recipients = batch.enumerated().map { index, token in (token, reader.batchValues[index][0], reader.batchValues[index][1]) }
+        let recipients = batch.enumerated().map { index, token in (token, reader.value(0, ofTokenAt: index), reader.value(1, ofTokenAt: index)) }
         let planned = try self.plan.parts(of: recipients) { index, error in
             AudienceFileError("\(reader.path):\(reader.lineOf(tokenAtBatchIndex: index)): \(error)")
         }
@@ -133,13 +134,16 @@ public struct FilePlannedTokenSource: PlannedTokenSource {
             throw AudienceFileError("\(reader.path): a payload of this launch is a template, but the audience has no fields: give CSV with a header line, or JSON lines")
         }
         var packed = RecipientValueList()
-        for (index, recipient) in planned.enumerated() {
-            guard let (template, fields) = self.templates[recipient.part] else {
-                packed.append([])
-                continue
+        try reader.withBatchValues { values in
+            for (index, recipient) in planned.enumerated() {
+                guard let (template, fields) = self.templates[recipient.part] else {
+                    packed.append([])
+                    continue
+                }
+                try PersonalizedFileTokenSource.append(to: &packed, template, format: self.format, reader: reader, index: index) {
+                    values[token: index, field: fields[$0]]
+                }
             }
-            let values = reader.batchValues[index]
-            try PersonalizedFileTokenSource.append(to: &packed, template, format: self.format, reader: reader, index: index) { values[fields[$0]] }
         }
         self.batchValues = packed
         return planned

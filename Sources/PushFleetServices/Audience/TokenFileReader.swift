@@ -9,11 +9,11 @@ public import PushFleetCore
 /// An audience with fields per recipient is read too, told apart by its first line: CSV whose first
 /// line is a header naming the columns (one of them `token`), or JSON lines (each an object with a
 /// `"token"` member; see ``AudienceLine``). ``fields`` names the fields wanted; their values for each
-/// token of the last batch are in ``batchValues`` (nil where a recipient has none, and always for a
-/// plain token file).
+/// token of the last batch are read with ``value(_:ofTokenAt:)`` or, as bytes, ``withBatchValues(_:)``
+/// (none where a recipient has none or an empty one, and always for a plain token file).
 public final class TokenFileReader {
     public let path: String
-    /// The fields whose values ``batchValues`` holds, in this order.
+    /// The fields whose values the reader keeps for each token of a batch, in this order.
     public let fields: [String]
     /// What the file turned out to be, from its first line that is not blank or a comment.
     private enum Layout {
@@ -24,8 +24,8 @@ public final class TokenFileReader {
         case jsonLines
     }
     private var layout = Layout.undecided
-    /// The values of ``fields`` for each token of the last batch, in order.
-    public private(set) var batchValues: [[String?]] = []
+    /// The values of ``fields`` for the tokens of the last batch.
+    private var values: ValueStore
     private let file: UnsafeMutablePointer<FILE>
     private var line: UnsafeMutablePointer<CChar>? = nil
     private var capacity = 0
@@ -43,6 +43,7 @@ public final class TokenFileReader {
         self.path = path
         self.fields = fields
         self.required = required
+        self.values = ValueStore(fieldCount: fields.count)
         if path == "-" {
             guard let standardInput = fdopen(STDIN_FILENO, "r") else {
                 throw AudienceFileError("cannot read standard input: \(String(cString: strerror(errno)))")
@@ -85,7 +86,13 @@ public final class TokenFileReader {
         var tokens: [DeviceToken] = []
         tokens.reserveCapacity(min(maximum, 4096))
         self.batchLines.removeAll(keepingCapacity: true)
-        self.batchValues.removeAll(keepingCapacity: true)
+        // Filled as a local, not through `self` (a class: each access to a property is checked
+        // for exclusivity at run time), and put back however the read ends.
+        var values = ValueStore(fieldCount: self.fields.count)
+        swap(&values, &self.values)
+        defer { swap(&values, &self.values) }
+        values.removeAll()
+        var fieldsOfColumn = self.fieldsOfColumn
         while tokens.count < maximum {
             let length = getline(&self.line, &self.capacity, self.file)
             if length < 0 {
@@ -104,29 +111,28 @@ public final class TokenFileReader {
             if start == end || bytes[start] == UInt8(ascii: "#") { continue }
             let text = UnsafeRawBufferPointer(rebasing: bytes[start..<end])
             do {
-                if case .undecided = self.layout, try self.decideLayout(text) { continue }
+                if case .undecided = self.layout, try self.decideLayout(text) {
+                    fieldsOfColumn = self.fieldsOfColumn
+                    continue
+                }
                 switch self.layout {
                 case .undecided, .tokens:
                     tokens.append(try DeviceToken(hexUTF8: text))
-                    if !self.fields.isEmpty { self.batchValues.append(Array(repeating: nil, count: self.fields.count)) }
+                    values.appendNone()
                 case .csv(let tokenColumn, _) where memchr(text.baseAddress!, Int32(UInt8(ascii: "\"")), text.count) == nil:
-                    // No quote: split in place, and make strings of the wanted fields alone.
-                    tokens.append(try self.readUnquoted(text, tokenColumn: tokenColumn))
+                    // No quote: split in place, the wanted fields kept as bytes.
+                    tokens.append(try Self.readUnquoted(text, tokenColumn: tokenColumn, fieldsOfColumn: fieldsOfColumn, into: &values))
                 case .csv(let tokenColumn, let fieldColumns):
-                    let values = try AudienceLine.csvFields(text)
-                    guard tokenColumn < values.count else {
-                        throw AudienceLineError("\(values.count) fields, and no token (column \(tokenColumn + 1) of the header)")
+                    let line = try AudienceLine.csvFields(text)
+                    guard tokenColumn < line.count else {
+                        throw AudienceLineError("\(line.count) fields, and no token (column \(tokenColumn + 1) of the header)")
                     }
-                    tokens.append(try DeviceToken(hex: values[tokenColumn]))
-                    if !self.fields.isEmpty {
-                        self.batchValues.append(fieldColumns.map { column in
-                            column.flatMap { $0 < values.count && !values[$0].isEmpty ? values[$0] : nil }
-                        })
-                    }
+                    tokens.append(try DeviceToken(hex: line[tokenColumn]))
+                    for column in fieldColumns { values.append(column.flatMap { $0 < line.count ? line[$0] : nil }) }
                 case .jsonLines:
-                    let (token, values) = try AudienceLine.jsonFields(text, names: self.fields)
+                    let (token, fields) = try AudienceLine.jsonFields(text, names: self.fields)
                     tokens.append(try DeviceToken(hex: token))
-                    if !self.fields.isEmpty { self.batchValues.append(values) }
+                    for value in fields { values.append(value) }
                 }
                 self.batchLines.append(self.lineNumber)
             } catch {
@@ -149,12 +155,13 @@ public final class TokenFileReader {
     /// For each column of a CSV header, the indices in ``fields`` of the fields it holds.
     private var fieldsOfColumn: [[Int]] = []
 
-    /// The token of a CSV line without quotes, and the values of ``fields`` appended to
-    /// ``batchValues``: as ``AudienceLine/csvFields(_:)`` reads such a line, without a string
-    /// for every column.
-    private func readUnquoted(_ line: UnsafeRawBufferPointer, tokenColumn: Int) throws -> DeviceToken {
+    /// The token of a CSV line without quotes, and its values of ``fields`` kept: as
+    /// ``AudienceLine/csvFields(_:)`` reads such a line, without a string for any column.
+    private static func readUnquoted(
+        _ line: UnsafeRawBufferPointer, tokenColumn: Int, fieldsOfColumn: [[Int]], into values: inout ValueStore
+    ) throws -> DeviceToken {
         var token: DeviceToken? = nil
-        var values = [String?](repeating: nil, count: self.fields.count)
+        let first = values.appendNone()
         var column = 0
         var index = 0
         while true {
@@ -166,17 +173,89 @@ public final class TokenFileReader {
             let field = UnsafeRawBufferPointer(rebasing: line[start..<end])
             if column == tokenColumn { token = try DeviceToken(hexUTF8: field) }
             // The token's column may be a wanted field too (`{{token}}`), as in a quoted line.
-            if column < self.fieldsOfColumn.count, !self.fieldsOfColumn[column].isEmpty, !field.isEmpty {
-                let value = String(decoding: field, as: UTF8.self)
-                for wanted in self.fieldsOfColumn[column] { values[wanted] = value }
+            if column < fieldsOfColumn.count, !fieldsOfColumn[column].isEmpty, !field.isEmpty {
+                let value = values.keep(field)
+                for wanted in fieldsOfColumn[column] { values.ranges[first + wanted] = value }
             }
             column += 1
             if index == line.count { break }
             index += 1  // the comma
         }
         guard let token else { throw AudienceLineError("\(column) fields, and no token (column \(tokenColumn + 1) of the header)") }
-        if !self.fields.isEmpty { self.batchValues.append(values) }
         return token
+    }
+
+    // MARK: - The values of the last batch
+
+    /// The value of field `field` (an index in ``fields``) of token `index` of the last batch; nil
+    /// for none.
+    public func value(_ field: Int, ofTokenAt index: Int) -> String? {
+        let range = self.values.ranges[index * self.fields.count + field]
+        return range.isEmpty ? nil : String(decoding: self.values.bytes[range], as: UTF8.self)
+    }
+
+    /// The values of the last batch's tokens as UTF-8, readable while `body` runs.
+    public func withBatchValues<Result>(_ body: (BatchValues) throws -> Result) rethrows -> Result {
+        try self.values.bytes.withUnsafeBufferPointer { bytes in
+            try self.values.ranges.withUnsafeBufferPointer { ranges in
+                try body(BatchValues(bytes: bytes, ranges: ranges, fieldCount: self.fields.count))
+            }
+        }
+    }
+
+    /// The values of a batch's tokens, valid only inside ``withBatchValues(_:)``.
+    public struct BatchValues {
+        fileprivate let bytes: UnsafeBufferPointer<UInt8>
+        fileprivate let ranges: UnsafeBufferPointer<Range<Int>>
+        fileprivate let fieldCount: Int
+
+        /// The UTF-8 of field `field` of token `index`; nil for none.
+        public subscript(token index: Int, field field: Int) -> UnsafeBufferPointer<UInt8>? {
+            let range = self.ranges[index * self.fieldCount + field]
+            return range.isEmpty ? nil : UnsafeBufferPointer(rebasing: self.bytes[range])
+        }
+    }
+
+    /// A batch's values of ``fields``: for each token, for each field, where its value lies in one
+    /// buffer of UTF-8 (empty for none; invalid UTF-8 repaired as `String(decoding:as:)` repairs
+    /// it). No string, no array per recipient.
+    private struct ValueStore {
+        let fieldCount: Int
+        var bytes: [UInt8] = []
+        var ranges: [Range<Int>] = []
+
+        init(fieldCount: Int) { self.fieldCount = fieldCount }
+
+        mutating func removeAll() {
+            self.bytes.removeAll(keepingCapacity: true)
+            self.ranges.removeAll(keepingCapacity: true)
+        }
+
+        /// A token without values; returns where its fields' ranges start.
+        @discardableResult
+        mutating func appendNone() -> Int {
+            let first = self.ranges.count
+            for _ in 0..<self.fieldCount { self.ranges.append(0..<0) }
+            return first
+        }
+
+        /// `value` for the token's next field (nil or empty: none).
+        mutating func append(_ value: String?) {
+            guard var value, !value.isEmpty else { return self.ranges.append(0..<0) }
+            let kept = value.withUTF8 { self.keep(UnsafeRawBufferPointer($0)) }
+            self.ranges.append(kept)
+        }
+
+        /// Keeps the bytes of a value, repaired if they are not UTF-8, and returns where they lie.
+        mutating func keep(_ value: UnsafeRawBufferPointer) -> Range<Int> {
+            let start = self.bytes.count
+            if value.allSatisfy({ $0 < 0x80 }) {
+                self.bytes.append(contentsOf: value)
+            } else {
+                self.bytes.append(contentsOf: String(decoding: value, as: UTF8.self).utf8)
+            }
+            return start..<self.bytes.count
+        }
     }
 
     /// Decides the layout from the first line that is not blank or a comment; true when that line
