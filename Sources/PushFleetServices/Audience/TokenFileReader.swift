@@ -166,7 +166,12 @@ public final class TokenFileReader {
         var index = 0
         while true {
             var start = index
-            while index < line.count, line[index] != UInt8(ascii: ",") { index += 1 }
+            // The next comma, found by memchr (a token's column alone is 64 bytes to pass).
+            if let comma = memchr(line.baseAddress! + index, Int32(UInt8(ascii: ",")), line.count - index) {
+                index = line.baseAddress!.distance(to: UnsafeRawPointer(comma))
+            } else {
+                index = line.count
+            }
             var end = index
             while start < end, line[start] == UInt8(ascii: " ") || line[start] == UInt8(ascii: "\t") { start += 1 }
             while end > start, line[end - 1] == UInt8(ascii: " ") || line[end - 1] == UInt8(ascii: "\t") { end -= 1 }
