@@ -24,8 +24,8 @@ public final class TokenFileReader {
         case jsonLines
     }
     private var layout = Layout.undecided
-    /// The values of ``fields`` for the tokens of the last batch.
-    private var values: ValueStore
+    /// The lines and the values of ``fields`` of the tokens of the last batch.
+    private var batch: Batch
     private let file: UnsafeMutablePointer<FILE>
     private var line: UnsafeMutablePointer<CChar>? = nil
     private var capacity = 0
@@ -43,7 +43,7 @@ public final class TokenFileReader {
         self.path = path
         self.fields = fields
         self.required = required
-        self.values = ValueStore(fieldCount: fields.count)
+        self.batch = Batch(fieldCount: fields.count)
         if path == "-" {
             guard let standardInput = fdopen(STDIN_FILENO, "r") else {
                 throw AudienceFileError("cannot read standard input: \(String(cString: strerror(errno)))")
@@ -74,39 +74,40 @@ public final class TokenFileReader {
         }
     }
 
-    /// Line numbers of the tokens of the last batch, in order.
-    private var batchLines: [Int] = []
-
     /// The line of token `index` of the last batch read.
-    public func lineOf(tokenAtBatchIndex index: Int) -> Int { self.batchLines[index] }
+    public func lineOf(tokenAtBatchIndex index: Int) -> Int { self.batch.lines[index] }
 
     /// The next tokens, at most `maximum`; empty at the end of the file.
     /// - Throws: ``AudienceFileError`` naming the file and line of a bad token, or a read error.
     public func read(upTo maximum: Int) throws -> [DeviceToken] {
         var tokens: [DeviceToken] = []
         tokens.reserveCapacity(min(maximum, 4096))
-        self.batchLines.removeAll(keepingCapacity: true)
-        // Filled as a local, not through `self` (a class: each access to a property is checked
-        // for exclusivity at run time), and put back however the read ends.
-        var values = ValueStore(fieldCount: self.fields.count)
-        swap(&values, &self.values)
-        defer { swap(&values, &self.values) }
-        values.removeAll()
+        // The batch, the line buffer and the counts are worked on as locals, not through `self`
+        // (a class: each access to a property is checked for exclusivity at run time), and put
+        // back however the read ends.
+        var batch = Batch(fieldCount: self.fields.count)
+        swap(&batch, &self.batch)
+        var (line, capacity, lineNumber, bytesRead) = (self.line, self.capacity, self.lineNumber, self.bytesRead)
+        defer {
+            swap(&batch, &self.batch)
+            (self.line, self.capacity, self.lineNumber, self.bytesRead) = (line, capacity, lineNumber, bytesRead)
+        }
+        batch.removeAll()
         var fieldsOfColumn = self.fieldsOfColumn
         while tokens.count < maximum {
-            let length = getline(&self.line, &self.capacity, self.file)
+            let length = getline(&line, &capacity, self.file)
             if length < 0 {
                 if ferror(self.file) != 0 { throw AudienceFileError("cannot read the token file \(self.path): \(String(cString: strerror(errno)))") }
                 break
             }
-            self.lineNumber += 1
-            self.bytesRead += length
-            let bytes = UnsafeRawBufferPointer(start: self.line, count: length)
+            lineNumber += 1
+            bytesRead += length
+            let bytes = UnsafeRawBufferPointer(start: line, count: length)
             var end = bytes.endIndex
             while end > bytes.startIndex, Self.isSpace(bytes[end - 1]) { end -= 1 }
             var start = bytes.startIndex
             // A byte-order mark (spreadsheets write one) before the first line.
-            if self.lineNumber == 1, end - start >= 3, bytes[start] == 0xEF, bytes[start + 1] == 0xBB, bytes[start + 2] == 0xBF { start += 3 }
+            if lineNumber == 1, end - start >= 3, bytes[start] == 0xEF, bytes[start + 1] == 0xBB, bytes[start + 2] == 0xBF { start += 3 }
             while start < end, Self.isSpace(bytes[start]) { start += 1 }
             if start == end || bytes[start] == UInt8(ascii: "#") { continue }
             let text = UnsafeRawBufferPointer(rebasing: bytes[start..<end])
@@ -118,25 +119,25 @@ public final class TokenFileReader {
                 switch self.layout {
                 case .undecided, .tokens:
                     tokens.append(try DeviceToken(hexUTF8: text))
-                    values.appendNone()
+                    batch.appendNone()
                 case .csv(let tokenColumn, _) where memchr(text.baseAddress!, Int32(UInt8(ascii: "\"")), text.count) == nil:
                     // No quote: split in place, the wanted fields kept as bytes.
-                    tokens.append(try Self.readUnquoted(text, tokenColumn: tokenColumn, fieldsOfColumn: fieldsOfColumn, into: &values))
+                    tokens.append(try Self.readUnquoted(text, tokenColumn: tokenColumn, fieldsOfColumn: fieldsOfColumn, into: &batch))
                 case .csv(let tokenColumn, let fieldColumns):
-                    let line = try AudienceLine.csvFields(text)
-                    guard tokenColumn < line.count else {
-                        throw AudienceLineError("\(line.count) fields, and no token (column \(tokenColumn + 1) of the header)")
+                    let values = try AudienceLine.csvFields(text)
+                    guard tokenColumn < values.count else {
+                        throw AudienceLineError("\(values.count) fields, and no token (column \(tokenColumn + 1) of the header)")
                     }
-                    tokens.append(try DeviceToken(hex: line[tokenColumn]))
-                    for column in fieldColumns { values.append(column.flatMap { $0 < line.count ? line[$0] : nil }) }
+                    tokens.append(try DeviceToken(hex: values[tokenColumn]))
+                    for column in fieldColumns { batch.append(column.flatMap { $0 < values.count ? values[$0] : nil }) }
                 case .jsonLines:
-                    let (token, fields) = try AudienceLine.jsonFields(text, names: self.fields)
+                    let (token, values) = try AudienceLine.jsonFields(text, names: self.fields)
                     tokens.append(try DeviceToken(hex: token))
-                    for value in fields { values.append(value) }
+                    for value in values { batch.append(value) }
                 }
-                self.batchLines.append(self.lineNumber)
+                batch.lines.append(lineNumber)
             } catch {
-                throw AudienceFileError("\(self.path):\(self.lineNumber): \(error)")
+                throw AudienceFileError("\(self.path):\(lineNumber): \(error)")
             }
         }
         return tokens
@@ -158,7 +159,7 @@ public final class TokenFileReader {
     /// The token of a CSV line without quotes, and its values of ``fields`` kept: as
     /// ``AudienceLine/csvFields(_:)`` reads such a line, without a string for any column.
     private static func readUnquoted(
-        _ line: UnsafeRawBufferPointer, tokenColumn: Int, fieldsOfColumn: [[Int]], into values: inout ValueStore
+        _ line: UnsafeRawBufferPointer, tokenColumn: Int, fieldsOfColumn: [[Int]], into values: inout Batch
     ) throws -> DeviceToken {
         var token: DeviceToken? = nil
         let first = values.appendNone()
@@ -195,14 +196,14 @@ public final class TokenFileReader {
     /// The value of field `field` (an index in ``fields``) of token `index` of the last batch; nil
     /// for none.
     public func value(_ field: Int, ofTokenAt index: Int) -> String? {
-        let range = self.values.ranges[index * self.fields.count + field]
-        return range.isEmpty ? nil : String(decoding: self.values.bytes[range], as: UTF8.self)
+        let range = self.batch.ranges[index * self.fields.count + field]
+        return range.isEmpty ? nil : String(decoding: self.batch.bytes[range], as: UTF8.self)
     }
 
     /// The values of the last batch's tokens as UTF-8, readable while `body` runs.
     public func withBatchValues<Result>(_ body: (BatchValues) throws -> Result) rethrows -> Result {
-        try self.values.bytes.withUnsafeBufferPointer { bytes in
-            try self.values.ranges.withUnsafeBufferPointer { ranges in
+        try self.batch.bytes.withUnsafeBufferPointer { bytes in
+            try self.batch.ranges.withUnsafeBufferPointer { ranges in
                 try body(BatchValues(bytes: bytes, ranges: ranges, fieldCount: self.fields.count))
             }
         }
@@ -221,17 +222,19 @@ public final class TokenFileReader {
         }
     }
 
-    /// A batch's values of ``fields``: for each token, for each field, where its value lies in one
-    /// buffer of UTF-8 (empty for none; invalid UTF-8 repaired as `String(decoding:as:)` repairs
-    /// it). No string, no array per recipient.
-    private struct ValueStore {
+    /// A batch's tokens' lines, and their values of ``fields``: for each token, for each field,
+    /// where its value lies in one buffer of UTF-8 (empty for none; invalid UTF-8 repaired as
+    /// `String(decoding:as:)` repairs it). No string, no array per recipient.
+    private struct Batch {
         let fieldCount: Int
+        var lines: [Int] = []
         var bytes: [UInt8] = []
         var ranges: [Range<Int>] = []
 
         init(fieldCount: Int) { self.fieldCount = fieldCount }
 
         mutating func removeAll() {
+            self.lines.removeAll(keepingCapacity: true)
             self.bytes.removeAll(keepingCapacity: true)
             self.ranges.removeAll(keepingCapacity: true)
         }
