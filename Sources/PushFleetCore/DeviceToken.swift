@@ -55,35 +55,37 @@ public struct DeviceToken: Hashable, Sendable {
 
     @usableFromInline
     static func parse(hexUTF8 text: UnsafeRawBufferPointer) -> Result<DeviceToken, DeviceTokenError> {
-        // The common case, plain digits of a token of up to 32 bytes, without a per-digit branch maze.
+        // The common case, plain digits of a token of up to 32 bytes: each digit's value looked up,
+        // no branch per digit (digits and letters of random tokens interleave unpredictably).
         if text.count <= 64, text.count > 0, text.count % 2 == 0 {
             var words: (UInt64, UInt64, UInt64, UInt64) = (0, 0, 0, 0)
-            let plain = withUnsafeMutableBytes(of: &words) { out -> Bool in
-                var invalid: UInt8 = 0
-                var index = 0
-                while index < text.count {
-                    let high = Self.nibble(text[index])
-                    let low = Self.nibble(text[index + 1])
-                    invalid |= (high | low) & 0xF0
-                    out[index / 2] = high << 4 | low & 0x0F
-                    index += 2
+            let plain = Self.hexDigitValues.withUnsafeBufferPointer { values in
+                withUnsafeMutableBytes(of: &words) { out -> Bool in
+                    var invalid: UInt8 = 0
+                    var index = 0
+                    while index < text.count {
+                        let high = values[Int(text[index])]
+                        let low = values[Int(text[index + 1])]
+                        invalid |= high | low
+                        out[index / 2] = high << 4 | low & 0x0F
+                        index += 2
+                    }
+                    return invalid & 0xF0 == 0
                 }
-                return invalid == 0
             }
             if plain { return .success(DeviceToken(storage: .inline(words.0, words.1, words.2, words.3, count: UInt8(text.count / 2)))) }
         }
         return Self.parseSlowly(hexUTF8: text)
     }
 
-    /// The value of a hexadecimal digit, or 0xFF.
-    @inline(__always)
-    private static func nibble(_ character: UInt8) -> UInt8 {
-        // Both candidates computed, then selected: digits and letters of random tokens interleave
-        // unpredictably, and a branch per digit mispredicts a third of the time.
-        let digit = character &- UInt8(ascii: "0")
-        let letter = (character | 0x20) &- UInt8(ascii: "a")
-        let fromLetter = letter < 6 ? letter &+ 10 : 0xFF
-        return digit < 10 ? digit : fromLetter
+    /// Each byte's value as a hexadecimal digit, or 0xFF for a byte that is not one.
+    private static let hexDigitValues: [UInt8] = (0...255).map { byte -> UInt8 in
+        switch UInt8(byte) {
+        case UInt8(ascii: "0")...UInt8(ascii: "9"): UInt8(byte) - UInt8(ascii: "0")
+        case UInt8(ascii: "a")...UInt8(ascii: "f"): UInt8(byte) - UInt8(ascii: "a") + 10
+        case UInt8(ascii: "A")...UInt8(ascii: "F"): UInt8(byte) - UInt8(ascii: "A") + 10
+        default: 0xFF
+        }
     }
 
     /// Spaces, angle brackets, and errors with their column.

@@ -77,6 +77,26 @@ private func hex(_ bytes: [UInt8]) -> String {
         #expect(error?.message == "'z' at column 4 is not a hexadecimal digit")
     }
 
+    /// Every byte in every place of a 32-byte token: a hexadecimal digit gives its value, any other
+    /// byte (but the spaces and brackets the slow path allows) is refused at its column.
+    @Test func eachByteIsADigitOrRefused() {
+        let digits = Array("0123456789abcdefABCDEF".utf8)
+        for byte in UInt8.min...UInt8.max where ![0x20, 0x09, UInt8(ascii: "<"), UInt8(ascii: ">")].contains(byte) {
+            for place in [0, 1, 37, 63] {
+                var text = Array(repeating: UInt8(ascii: "a"), count: 64)
+                text[place] = byte
+                let parsed = try? DeviceToken(hexUTF8: text)
+                if let digit = digits.firstIndex(of: byte) {
+                    let value = UInt8(digit < 16 ? digit : digit - 6)
+                    let expected: UInt8 = place % 2 == 0 ? value << 4 | 0x0A : 0xA0 | value
+                    #expect(parsed?.bytes[place / 2] == expected, "byte \(byte) at \(place)")
+                } else {
+                    #expect(parsed == nil, "byte \(byte) at \(place)")
+                }
+            }
+        }
+    }
+
     @Test func parsesSubstrings() throws {
         let line = "token=\(tokenHex);"
         let text = line.dropFirst(6).dropLast()
