@@ -80,7 +80,11 @@ import Testing
 
     /// Runs the queue's shard on `channel` to its end.
     static func run(_ queue: InMemoryShardQueue, on channel: AnsweringChannel) async throws -> ShardRun.Ending {
-        let configuration = WorkerService.Configuration(topic: "com.example.app", environment: .sandbox, workerID: "worker-a")
+        // A lease of ten minutes: a run counts a lease gone by its own clock, and on two cores busy
+        // with dozens of suites a 30-second lease ran out in a run whose checkpoints failed twice
+        // (abandoned, with nothing checkpointed). Losing a lease is the takeover test's, on purpose.
+        var configuration = WorkerService.Configuration(topic: "com.example.app", environment: .sandbox, workerID: "worker-a")
+        configuration.leaseMilliseconds = 600_000
         let environment = ShardRunEnvironment(
             queue: queue, configuration: configuration, logger: Logger(label: "test"), endedRuns: EndedRuns(), paced: PacedCampaigns()
         )
