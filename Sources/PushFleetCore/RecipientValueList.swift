@@ -35,9 +35,7 @@ public struct RecipientValueList: Sendable, Hashable {
 
     /// Appends a recipient's values.
     public mutating func append(_ values: some Collection<UInt8>) {
-        LEB128.append(values.count, to: &self.bytes)
-        self.bytes.append(contentsOf: values)
-        self.count += 1
+        self.append(ArraySlice(values))
     }
 
     /// Appends a recipient's values taken from another list (``bytes``, at ``values(at:)``): a

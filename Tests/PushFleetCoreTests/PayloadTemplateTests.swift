@@ -65,6 +65,22 @@ import Testing
         #expect(RecipientValueList(packed: list.bytes.dropLast()) == nil, "a truncated list is refused")
     }
 
+    /// Packing from a value's UTF-8 bytes, as a launch from a file does, gives what packing from
+    /// the string gives: escapes, two-byte lengths, none for nil or empty.
+    @Test func packingFromBytesIsPackingFromStrings() throws {
+        let template = try #require(try self.template(#"{"aps":{"alert":"Hi {{first_name|there}}, {{offer}}"}}"#))
+        let recipients: [[String?]] = [["Ann", "5"], [nil, String(repeating: "é\"\n", count: 60)], ["", ""], ["\"q\"\t", nil]]
+        var fromStrings = RecipientValueList()
+        var fromBytes = RecipientValueList()
+        for values in recipients {
+            let size = fromStrings.append(template) { values[$0] }
+            let utf8 = values.map { $0.map { Array($0.utf8) } }
+            let sizeFromBytes = utf8.withUnsafeBufferPointers { buffers in fromBytes.append(template, utf8: { buffers[$0] }) }
+            #expect(sizeFromBytes == size)
+        }
+        #expect(fromBytes == fromStrings)
+    }
+
     @Test func aPayloadWithoutPlaceholdersIsNoTemplate() throws {
         #expect(try self.template(#"{"aps":{"alert":"50% off {today}"},"k":{"a":{"b":1}}}"#) == nil)
         // Braces outside strings are JSON's own; an escaped quote does not end the string.
@@ -88,5 +104,17 @@ import Testing
         #expect(try self.template(#"{"a":"{{k}}","b":["{{k}}"]}"#)?.fields == ["k"], "values in objects and arrays")
         let many = #"{"a":""# + String(repeating: "{{f}}", count: 65) + #""}"#
         #expect(throws: PayloadTemplateError("more than 64 placeholders")) { try self.template(many) }
+    }
+}
+
+extension Array where Element == [UInt8]? {
+    /// Each element's bytes as a buffer (nil stays nil), readable while `body` runs.
+    fileprivate func withUnsafeBufferPointers<R>(_ body: ([UnsafeBufferPointer<UInt8>?]) -> R) -> R {
+        func pin(_ index: Int, _ pinned: [UnsafeBufferPointer<UInt8>?]) -> R {
+            guard index < self.count else { return body(pinned) }
+            guard let bytes = self[index] else { return pin(index + 1, pinned + [nil]) }
+            return bytes.withUnsafeBufferPointer { pin(index + 1, pinned + [$0]) }
+        }
+        return pin(0, [])
     }
 }

@@ -48,6 +48,26 @@ import Testing
         #expect(self.utf8Values(reader, count: 3) == expected)
     }
 
+    /// The last column, a trailing comma, a line shorter than its header, a column that fills two
+    /// fields (its name given twice in another case), quoted or not.
+    @Test func lastColumnsAndShortLines() throws {
+        let (a, b, c) = (TestTokens.token(1).hexString, TestTokens.token(2).hexString, TestTokens.token(3).hexString)
+        let text = """
+            token,first_name,offer
+            \(a),Ann,5% off
+            \(b),Bo,
+            \(c)
+            \(a),"Cy","7"
+            """
+        let (reader, path) = try self.reader(Array(text.utf8), fields: ["offer", "first_name", "OFFER"])
+        defer { try? FileManager.default.removeItem(atPath: path) }
+        #expect(try reader.read(upTo: 10).count == 4)
+        let expected: [[String?]] = [["5% off", "Ann", "5% off"], [nil, "Bo", nil], [nil, nil, nil], ["7", "Cy", "7"]]
+        #expect(self.stringValues(reader, count: 4) == expected)
+        #expect(self.utf8Values(reader, count: 4) == expected)
+        #expect((0..<4).map { reader.lineOf(tokenAtBatchIndex: $0) } == [2, 3, 4, 5])
+    }
+
     @Test func jsonLinesAndInvalidUTF8() throws {
         let token = TestTokens.token(7).hexString
         var bytes = Array("token,name\n\(token),Ren".utf8)

@@ -1,6 +1,7 @@
 # shellcheck shell=bash
-# The set-up shared by the whole-system scripts (bench.sh, chaos.sh): a temporary directory, a
-# release build, Redis, Postgres, test certificates and the simulator, all stopped on exit.
+# The set-up shared by the whole-system scripts (bench.sh, bench-launch.sh, bench-http2-sender.sh,
+# chaos.sh, multihost.sh): a temporary directory, a release build, Redis, Postgres, test
+# certificates and the simulator, all stopped on exit.
 # Source after scripts/lib/services.sh.
 
 # pf_harness_start NAME [--no-services]: installs what is missing, makes $tmp

@@ -82,9 +82,9 @@ public final class TokenFileReader {
     public func read(upTo maximum: Int) throws -> [DeviceToken] {
         var tokens: [DeviceToken] = []
         tokens.reserveCapacity(min(maximum, 4096))
-        // The batch, the line buffer and the counts are worked on as locals, not through `self`
-        // (a class: each access to a property is checked for exclusivity at run time), and put
-        // back however the read ends.
+        // The batch, the line buffer and the counts are worked on as locals rather than through
+        // `self` (a class: each access to a property is checked for exclusivity at run time), and
+        // put back however the read ends. `self.layout` is still read once or twice a line.
         var batch = Batch(fieldCount: self.fields.count)
         swap(&batch, &self.batch)
         var (line, capacity, lineNumber, bytesRead) = (self.line, self.capacity, self.lineNumber, self.bytesRead)
@@ -159,10 +159,10 @@ public final class TokenFileReader {
     /// The token of a CSV line without quotes, and its values of ``fields`` kept: as
     /// ``AudienceLine/csvFields(_:)`` reads such a line, without a string for any column.
     private static func readUnquoted(
-        _ line: UnsafeRawBufferPointer, tokenColumn: Int, fieldsOfColumn: [[Int]], into values: inout Batch
+        _ line: UnsafeRawBufferPointer, tokenColumn: Int, fieldsOfColumn: [[Int]], into batch: inout Batch
     ) throws -> DeviceToken {
         var token: DeviceToken? = nil
-        let first = values.appendNone()
+        let first = batch.appendNone()
         var column = 0
         var index = 0
         while true {
@@ -180,8 +180,8 @@ public final class TokenFileReader {
             if column == tokenColumn { token = try DeviceToken(hexUTF8: field) }
             // The token's column may be a wanted field too (`{{token}}`), as in a quoted line.
             if column < fieldsOfColumn.count, !fieldsOfColumn[column].isEmpty, !field.isEmpty {
-                let value = values.keep(field)
-                for wanted in fieldsOfColumn[column] { values.ranges[first + wanted] = value }
+                let value = batch.keep(field)
+                for wanted in fieldsOfColumn[column] { batch.ranges[first + wanted] = value }
             }
             column += 1
             if index == line.count { break }
@@ -196,6 +196,7 @@ public final class TokenFileReader {
     /// The value of field `field` (an index in ``fields``) of token `index` of the last batch; nil
     /// for none.
     public func value(_ field: Int, ofTokenAt index: Int) -> String? {
+        precondition(field < self.fields.count, "field \(field) of \(self.fields.count)")
         let range = self.batch.ranges[index * self.fields.count + field]
         return range.isEmpty ? nil : String(decoding: self.batch.bytes[range], as: UTF8.self)
     }
@@ -217,6 +218,7 @@ public final class TokenFileReader {
 
         /// The UTF-8 of field `field` of token `index`; nil for none.
         public subscript(token index: Int, field field: Int) -> UnsafeBufferPointer<UInt8>? {
+            precondition(field < self.fieldCount && (index + 1) * self.fieldCount <= self.ranges.count, "token \(index), field \(field)")
             let range = self.ranges[index * self.fieldCount + field]
             return range.isEmpty ? nil : UnsafeBufferPointer(rebasing: self.bytes[range])
         }
@@ -249,9 +251,11 @@ public final class TokenFileReader {
 
         /// `value` for the token's next field (nil or empty: none).
         mutating func append(_ value: String?) {
-            guard var value, !value.isEmpty else { return self.ranges.append(0..<0) }
-            let kept = value.withUTF8 { self.keep(UnsafeRawBufferPointer($0)) }
-            self.ranges.append(kept)
+            guard let value, !value.isEmpty else { return self.ranges.append(0..<0) }
+            // A string is valid UTF-8 already: its bytes as they are.
+            let start = self.bytes.count
+            self.bytes.append(contentsOf: value.utf8)
+            self.ranges.append(start..<self.bytes.count)
         }
 
         /// Keeps the bytes of a value, repaired if they are not UTF-8, and returns where they lie.
