@@ -91,6 +91,27 @@ import Testing
         #expect(ledger.duplicateDeliveries == 0)
     }
 
+    /// The binary protocol's frames carry 32-byte tokens: a longer one is refused with its own line
+    /// of the file (not the last line read with it) and its byte count, and the run fails.
+    @Test func aTokenOfTheWrongSizeForBinaryNamesItsLine() async throws {
+        let tokens = TestTokens.tokens(6, seed: UInt64.random(in: 1...UInt64.max))
+        let long = String(repeating: "ab", count: 64)
+        let fixture = try await BinaryFixture.start()
+        defer { Task { await fixture.stop() } }
+        let file = NSTemporaryDirectory() + "pushfleet-send-\(UInt64.random(in: 1...UInt64.max)).txt"
+        let lines = tokens[0..<2].map(\.hexString) + [long] + tokens[2...].map(\.hexString)
+        try lines.joined(separator: "\n").write(toFile: file, atomically: true, encoding: .utf8)
+        defer { try? FileManager.default.removeItem(atPath: file) }
+        let certificates = fixture.certificates
+        let result = try await PushFleetProcess.run(
+            ["send", "--protocol", "binary", "--endpoint", "127.0.0.1:\(fixture.binaryPort)", "--ca", certificates.caCertificate,
+             "--cert", certificates.clientCertificate, "--key", certificates.clientKey, "--tokens", file, "--payload", Self.payload,
+             "--json"]
+        )
+        #expect(result.status != 0)
+        #expect(result.error.contains("\(file):3: the token is 64 bytes (128 hex digits)"), "\(result.error.suffix(1_000))")
+    }
+
     /// A provider token APNs refuses (a team id it does not know): every notification's answer is
     /// the provider's refusal, printed for its token and counted by its reason; nothing delivered.
     @Test func aProviderRefusalOverHTTP2IsPrintedForEachToken() async throws {

@@ -122,8 +122,10 @@ struct Send: AsyncParsableCommand {
             do {
                 let batch = try reader.read(upTo: 1_000)
                 if self.protocol == .binary {
-                    for token in batch where token.count != DeviceToken.binaryProtocolByteCount {
-                        throw CLIError("\(reader.path):\(reader.lineNumber): \(DeviceTokenError.wrongSize(byteCount: token.count, required: 32, protocolName: "binary protocol"))")
+                    for (index, token) in batch.enumerated() where token.count != DeviceToken.binaryProtocolByteCount {
+                        let line = reader.lineOf(tokenAtBatchIndex: index)
+                        let error = DeviceTokenError.wrongSize(byteCount: token.count, required: DeviceToken.binaryProtocolByteCount, protocolName: "binary protocol")
+                        throw CLIError("\(reader.path):\(line): \(error)")
                     }
                 }
                 count += batch.count
