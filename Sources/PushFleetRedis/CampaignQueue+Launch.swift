@@ -24,6 +24,16 @@ extension CampaignQueue {
     public func stageShards(
         campaign: UUID, launch: String? = nil, shards: [(shard: Int, tokens: [DeviceToken])], values: [RecipientValueList]? = nil
     ) async throws {
+        let commands = Self.stagingCommands(campaign: campaign, launch: launch, shards: shards, values: values)
+        try await self.client.withConnection { [commands] connection in
+            _ = try connection.checkedPipeline(commands)
+        }
+    }
+
+    /// The commands of ``stageShards(campaign:launch:shards:values:)``.
+    private static func stagingCommands(
+        campaign: UUID, launch: String?, shards: [(shard: Int, tokens: [DeviceToken])], values: [RecipientValueList]?
+    ) -> [[[UInt8]]] {
         precondition(values.map { $0.count == shards.count && zip($0, shards).allSatisfy { $0.count == $1.tokens.count } } ?? true)
         let keys = CampaignKeys(campaign)
         var commands: [[[UInt8]]] = []
@@ -48,9 +58,7 @@ extension CampaignQueue {
             }
             if launch != nil { commands.append(RedisCommand.arguments("EXPIRE", key, Self.stagedLifetimeSeconds)) }
         }
-        try await self.client.withConnection { [commands] connection in
-            _ = try connection.checkedPipeline(commands)
-        }
+        return commands
     }
 
     /// Makes a staged campaign claimable: writes `pf:{C}:meta`, fills pending with `0..<shardCount`,
@@ -79,24 +87,71 @@ extension CampaignQueue {
     /// - Throws: ``RedisError`` if a staged list is missing (nothing is changed then).
     @discardableResult
     public func publish(_ descriptor: CampaignDescriptor, launch: String) async throws -> Bool {
+        try await self.client.withConnection { connection in
+            let (keys, arguments) = Self.publishing(descriptor, launch: launch)
+            let reply = try connection.evaluate(CampaignScripts.publishStaged, keys: keys, arguments: arguments)
+            return try Self.published(descriptor, launch: launch, reply: reply, on: connection)
+        }
+    }
+
+    /// ``stageShards(campaign:launch:shards:values:)`` and ``publish(_:launch:)`` in one round
+    /// trip (Redis runs a pipeline in order, so the script finds the lists staged before it): for
+    /// a notification, whose shards are all in hand when it is recorded.
+    /// - Returns: as ``publish(_:launch:)``.
+    /// - Throws: ``RedisError`` as both do; whether the campaign was published is then unknown.
+    @discardableResult
+    public func stageAndPublish(_ descriptor: CampaignDescriptor, launch: String, shards: [(shard: Int, tokens: [DeviceToken])]) async throws -> Bool {
+        precondition(shards.map(\.shard) == Array(0..<descriptor.shardCount), "every shard of the campaign, in order")
+        // One RPUSH a list: a list exists only if all of it was written, so a failed write leaves
+        // one missing, and the script then publishes nothing.
+        precondition(shards.allSatisfy { $0.tokens.count <= Self.batchSize }, "shards of at most \(Self.batchSize) tokens")
+        var commands = Self.stagingCommands(campaign: descriptor.id, launch: launch, shards: shards, values: nil)
+        let (keys, arguments) = Self.publishing(descriptor, launch: launch)
+        commands.append(RedisConnection.evaluateCommand(CampaignScripts.publishStaged, keys: keys, arguments: arguments))
+        return try await self.client.withConnection { [commands] connection in
+            let replies = try connection.pipeline(commands)
+            var reply = replies[replies.count - 1]
+            if RedisConnection.isNoScript(reply) {
+                reply = try connection.evaluate(CampaignScripts.publishStaged, keys: keys, arguments: arguments)
+            }
+            do {
+                return try Self.published(descriptor, launch: launch, reply: reply, on: connection)
+            } catch {
+                // A list missing: the staging write Redis refused says why.
+                for (command, reply) in zip(commands, replies).dropLast() {
+                    if case .error(let message) = reply {
+                        throw RedisError.errorReply(connection.lastServer, command: String(decoding: command[0], as: UTF8.self), message)
+                    }
+                }
+                throw error
+            }
+        }
+    }
+
+    /// The keys and arguments of the publishStaged script.
+    private static func publishing(_ descriptor: CampaignDescriptor, launch: String) -> (keys: [[UInt8]], arguments: [[UInt8]]) {
         let keys = CampaignKeys(descriptor.id)
         let shards = 0..<descriptor.shardCount
-        let scriptKeys = [keys.meta, keys.pending] + shards.map { keys.staged($0, launch: launch) } + shards.map { keys.shard($0) }
-        let arguments = [descriptor.shardCount.redisArgument] + descriptor.metaFields + [Array("launch".utf8), Array(launch.utf8)]
-        return try await self.client.withConnection { connection in
-            let reply = try connection.checkedEvaluate("publishStaged", CampaignScripts.publishStaged, keys: scriptKeys, arguments: arguments)
-            let outcome = try connection.integer(reply, "the publishStaged script")
-            if outcome < 0 {
-                throw RedisError(
-                    code: .unexpectedReply,
-                    message: "launch \(launch) of campaign \(descriptor.id.uuidString.lowercased()) at \(connection.lastServer) "
-                        + "has a staged shard missing; nothing was published"
-                )
-            }
-            // Ensured either way: a launch that died between the two steps left it out.
-            try CampaignQueue.activate(descriptor, on: connection)
-            return outcome == 1
+        return (
+            [keys.meta, keys.pending] + shards.map { keys.staged($0, launch: launch) } + shards.map { keys.shard($0) },
+            [descriptor.shardCount.redisArgument] + descriptor.metaFields + [Array("launch".utf8), Array(launch.utf8)]
+        )
+    }
+
+    /// What the publishStaged script's reply says, once the campaign is in its active set.
+    private static func published(_ descriptor: CampaignDescriptor, launch: String, reply: RedisReply, on connection: RedisConnection) throws(RedisError) -> Bool {
+        if case .error(let message) = reply { throw RedisError.errorReply(connection.lastServer, command: "the publishStaged script", message) }
+        let outcome = try connection.integer(reply, "the publishStaged script")
+        if outcome < 0 {
+            throw RedisError(
+                code: .unexpectedReply,
+                message: "launch \(launch) of campaign \(descriptor.id.uuidString.lowercased()) at \(connection.lastServer) "
+                    + "has a staged shard missing; nothing was published"
+            )
         }
+        // Ensured either way: a launch that died between the two steps left it out.
+        try CampaignQueue.activate(descriptor, on: connection)
+        return outcome == 1
     }
 
     /// The launch whose staged shards became the campaign (``publish(_:launch:)``), or nil when the
@@ -135,19 +190,23 @@ extension CampaignQueue {
     public func descriptor(campaign: UUID) async throws -> CampaignDescriptor? {
         let keys = CampaignKeys(campaign)
         return try await self.client.withConnection { connection -> CampaignDescriptor? in
-            let reply = try connection.checkedCommand([Array("HGETALL".utf8), keys.meta])
-            let fields = try connection.fieldMap(reply, "HGETALL meta")
-            if fields.isEmpty { return nil }
-            do throws(CampaignDescriptor.FieldError) {
-                return try CampaignDescriptor(metaFields: fields)
-            } catch {
-                let server = connection.lastServer
-                throw RedisError(
-                    code: .unexpectedReply,
-                    message: "the campaign \(campaign.uuidString.lowercased()) in Redis at \(server) has a missing or "
-                        + "malformed meta field '\(error.name)'"
-                )
-            }
+            try Self.descriptor(try connection.checkedCommand([Array("HGETALL".utf8), keys.meta]), campaign: campaign, on: connection)
+        }
+    }
+
+    /// The descriptor of an `HGETALL` of the meta hash, nil when it is empty.
+    static func descriptor(_ reply: RedisReply, campaign: UUID, on connection: RedisConnection) throws(RedisError) -> CampaignDescriptor? {
+        if case .error(let message) = reply { throw RedisError.errorReply(connection.lastServer, command: "HGETALL", message) }
+        let fields = try connection.fieldMap(reply, "HGETALL meta")
+        if fields.isEmpty { return nil }
+        do throws(CampaignDescriptor.FieldError) {
+            return try CampaignDescriptor(metaFields: fields)
+        } catch {
+            throw RedisError(
+                code: .unexpectedReply,
+                message: "the campaign \(campaign.uuidString.lowercased()) in Redis at \(connection.lastServer) has a missing or "
+                    + "malformed meta field '\(error.name)'"
+            )
         }
     }
 
@@ -202,16 +261,26 @@ extension CampaignQueue {
         }
     }
 
+    /// What a wait for a notification ended with.
+    public enum NotificationWake: Sendable, Hashable {
+        /// Nothing was published within the wait.
+        case timedOut
+        /// A notification was published: this one (nil if the wake-up's entry names none).
+        case published(UUID?)
+    }
+
     /// Waits up to `timeout` (whole seconds, at least 1) for a notification of this topic and
-    /// environment to be published; returns whether one was. Each publication wakes one waiter.
+    /// environment to be published. Each publication wakes one waiter, which learns its id.
     ///
     /// Blocks this client's connection for as long as it waits: call it on a client of its own.
-    public func waitForNotification(topic: String, environment: APNsEnvironment, timeout: Duration) async throws -> Bool {
+    public func waitForNotification(topic: String, environment: APNsEnvironment, timeout: Duration) async throws -> NotificationWake {
         let key = CampaignKeys.wake(topic: topic, environment: environment)
         let seconds = max(1, Int(timeout.components.seconds))
         return try await self.client.withConnection { connection in
             let reply = try connection.checkedCommand(RedisCommand.arguments("BLPOP", key, seconds))
-            return reply.array != nil
+            guard let popped = reply.array else { return .timedOut }
+            // [key, id]
+            return .published(popped.count == 2 ? popped[1].string.flatMap(UUID.init(uuidString:)) : nil)
         }
     }
 

@@ -16,21 +16,70 @@ extension CampaignQueue {
         let keys = CampaignKeys(campaign)
         return try await self.client.withConnection { connection -> ShardLease? in
             let reply = try connection.checkedEvaluate(
-                "claim", CampaignScripts.claim,
-                keys: [keys.meta, keys.pending, keys.leases, keys.owner, keys.fence, keys.cursor, keys.sent, keys.attempts, keys.stats],
-                arguments: [Array(worker.utf8), leaseMilliseconds.redisArgument]
+                "claim", CampaignScripts.claim, keys: Self.claimKeys(keys), arguments: Self.claimArguments(worker, leaseMilliseconds)
             )
-            if reply.isNull { return nil }
-            guard let parts = reply.array, parts.count == 4, let shard = parts[0].integer, let fence = parts[1].integer,
-                let cursor = parts[2].integer, let attempts = parts[3].integer
-            else { throw connection.unexpected("the claim script", reply) }
-            // The list is immutable while we hold the lease, so its length needs no atomicity.
-            let length = try connection.integer(try connection.checkedCommand([Array("LLEN".utf8), keys.shard(shard)]), "LLEN")
-            return ShardLease(
-                campaign: campaign, shard: shard, owner: "\(worker)|\(fence)", fence: fence, cursor: cursor,
-                attempts: attempts, tokenCount: length
-            )
+            return try Self.lease(reply, campaign: campaign, worker: worker, length: nil, on: connection)
         }
+    }
+
+    /// ``claim(campaign:worker:leaseMilliseconds:)`` for a worker that has not read the campaign's
+    /// descriptor yet, such as a notification just published: the descriptor, the claim and the
+    /// length of shard 0 (a notification's one shard) in one round trip. A claim of another shard
+    /// reads its length after.
+    /// - Returns: The descriptor (nil when the campaign is not in Redis) and the lease (nil when
+    ///   nothing was claimed). A caller that cannot send the campaign releases the lease.
+    public func claimReadingDescriptor(
+        campaign: UUID, worker: String, leaseMilliseconds: Int
+    ) async throws -> (descriptor: CampaignDescriptor?, lease: ShardLease?) {
+        let keys = CampaignKeys(campaign)
+        return try await self.client.withConnection { connection in
+            let (claimKeys, arguments) = (Self.claimKeys(keys), Self.claimArguments(worker, leaseMilliseconds))
+            let replies = try connection.pipeline([
+                [Array("HGETALL".utf8), keys.meta],
+                RedisConnection.evaluateCommand(CampaignScripts.claim, keys: claimKeys, arguments: arguments),
+                // After the claim: a list this worker now holds does not change.
+                [Array("LLEN".utf8), keys.shard(0)],
+            ])
+            let descriptor = try Self.descriptor(replies[0], campaign: campaign, on: connection)
+            var claim = replies[1]
+            var lengthOfShard0 = replies[2].integer
+            if RedisConnection.isNoScript(claim) {
+                claim = try connection.evaluate(CampaignScripts.claim, keys: claimKeys, arguments: arguments)
+                lengthOfShard0 = nil
+            }
+            if case .error(let message) = claim { throw RedisError.errorReply(connection.lastServer, command: "the claim script", message) }
+            return (descriptor, try Self.lease(claim, campaign: campaign, worker: worker, length: lengthOfShard0, on: connection))
+        }
+    }
+
+    private static func claimKeys(_ keys: CampaignKeys) -> [[UInt8]] {
+        [keys.meta, keys.pending, keys.leases, keys.owner, keys.fence, keys.cursor, keys.sent, keys.attempts, keys.stats]
+    }
+
+    private static func claimArguments(_ worker: String, _ leaseMilliseconds: Int) -> [[UInt8]] {
+        [Array(worker.utf8), leaseMilliseconds.redisArgument]
+    }
+
+    /// The lease of the claim script's reply (nil when it claimed nothing), with the shard's length:
+    /// `lengthOfShard0` if the shard is 0 and it was read after the claim, else read now.
+    private static func lease(
+        _ reply: RedisReply, campaign: UUID, worker: String, length lengthOfShard0: Int?, on connection: RedisConnection
+    ) throws(RedisError) -> ShardLease? {
+        if reply.isNull { return nil }
+        guard let parts = reply.array, parts.count == 4, let shard = parts[0].integer, let fence = parts[1].integer,
+            let cursor = parts[2].integer, let attempts = parts[3].integer
+        else { throw connection.unexpected("the claim script", reply) }
+        // The list is immutable while we hold the lease, so its length needs no atomicity.
+        let length: Int
+        if shard == 0, let lengthOfShard0 {
+            length = lengthOfShard0
+        } else {
+            let reply = try connection.checkedCommand([Array("LLEN".utf8), CampaignKeys(campaign).shard(shard)])
+            length = try connection.integer(reply, "LLEN")
+        }
+        return ShardLease(
+            campaign: campaign, shard: shard, owner: "\(worker)|\(fence)", fence: fence, cursor: cursor, attempts: attempts, tokenCount: length
+        )
     }
 
     /// Reads up to `count` tokens of a held shard from `index`, raising the shard's `sent` mark to

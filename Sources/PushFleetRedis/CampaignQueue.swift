@@ -47,15 +47,24 @@ public struct CampaignQueue: Sendable {
     /// ``waitForNotification(topic:environment:timeout:)``, after it can be found (best effort).
     static func activate(_ descriptor: CampaignDescriptor, on connection: RedisConnection) throws(RedisError) {
         let d = descriptor.definition
-        try self.activate(descriptor.id, topic: d.topic, environment: d.environment, kind: d.kind, on: connection)
-        guard d.kind == .notification else { return }
+        guard d.kind == .notification else {
+            try self.activate(descriptor.id, topic: d.topic, environment: d.environment, kind: d.kind, on: connection)
+            return
+        }
+        let id = descriptor.id.uuidString.lowercased()
+        let active = CampaignKeys.active(topic: d.topic, environment: d.environment, kind: d.kind)
         let wake = CampaignKeys.wake(topic: d.topic, environment: d.environment)
-        // Best effort: the notification is published already, and a worker finds it within a
-        // second without the wake-up. Failing here would fail a publication that happened.
-        _ = try? connection.checkedPipeline([
-            RedisCommand.arguments("RPUSH", wake, descriptor.id.uuidString.lowercased()),
+        // One round trip, a ring's latency being made of them. The pipeline runs in order (per
+        // node in a cluster, the set's node first), so a worker woken finds the notification.
+        let replies = try? connection.pipeline([
+            RedisCommand.arguments("SADD", active, id),
+            RedisCommand.arguments("RPUSH", wake, id),
             RedisCommand.arguments("LTRIM", wake, -CampaignKeys.wakeCap, -1),
         ])
+        if case .integer = replies?.first { return }
+        // The wake-up is best effort (the notification is published already, and a worker finds
+        // it within a second without one); the set entry is not: it is made, or this throws.
+        try self.activate(descriptor.id, topic: d.topic, environment: d.environment, kind: d.kind, on: connection)
     }
 
     /// Deletes every key of the campaign, shard lists `0..<shardCount` included (or, when

@@ -107,8 +107,8 @@ public final class WorkerService: Sendable {
     private enum RunEvent: Sendable {
         case feedEnded(runTag: UInt64)
         case ended(runTag: UInt64)
-        /// A notification may have been published, or a second went by: look for one.
-        case wake
+        /// A notification may have been published (this one, if named), or a second went by: look for one.
+        case wake(UUID?)
     }
 
     private struct Claim: Sendable {
@@ -149,6 +149,8 @@ public final class WorkerService: Sendable {
         // runs may send no event for long).
         var lookAgainScheduled = false
         var campaign: UUID? = nil
+        // The lane's: the notification the last wake-up named, claimed first.
+        var woken: UUID? = nil
         var resetting = false
         var runs = 0
         // Discarding: a slot lives as long as the worker and runs a task per shard, and a plain
@@ -188,6 +190,10 @@ public final class WorkerService: Sendable {
                             // (it too, if nothing else has work), unless another slot already paces
                             // it and nothing else has work.
                             claimed = self.paced.shouldYield(held) ? nil : try await self.claim(work.kind, campaign: nil, templates: templates)
+                        } else if let named = woken.take() {
+                            // Without listing the lane's set: a ring's latency is made of round trips.
+                            let first = try await self.claim(work.kind, campaign: named, templates: templates)
+                            claimed = first != nil ? first : try await self.claim(work.kind, campaign: nil, templates: templates)
                         } else {
                             claimed = try await self.claim(work.kind, campaign: campaign, templates: templates)
                         }
@@ -234,14 +240,15 @@ public final class WorkerService: Sendable {
                         lookAgainScheduled = true
                         group.addTask {
                             await drain.sleep(for: .seconds(1))
-                            sink.yield(.wake)
+                            sink.yield(.wake(nil))
                         }
                     }
                 }
                 guard let event = await pending.next() else { break }
                 switch event {
-                case .wake:
+                case .wake(let notification):
                     lookAgainScheduled = false
+                    if let notification { woken = notification }
                     continue
                 case .feedEnded(let runTag):
                     if feeding == runTag { (feeding, feedingCampaign) = (nil, nil) }
@@ -294,13 +301,15 @@ public final class WorkerService: Sendable {
         let logger = self.logger
         return Task {
             while !drain.isTriggered && !Task.isCancelled {
+                var published: UUID? = nil
                 do {
-                    _ = try await lane.waitForNotification(topic: topic, environment: environment, timeout: .seconds(1))
+                    let wake = try await lane.waitForNotification(topic: topic, environment: environment, timeout: .seconds(1))
+                    if case .published(let id) = wake { published = id }
                 } catch {
                     logger.warning("cannot wait for notifications; looking every second", metadata: ["error": "\(error)"])
                     await drain.sleep(for: .seconds(1))
                 }
-                sink.yield(.wake)
+                sink.yield(.wake(published))
             }
             try? await client.shutdown()
         }
@@ -321,13 +330,29 @@ public final class WorkerService: Sendable {
             candidates = self.paced.preferringUnpaced(active.shuffled()).filter { $0 != excluding }
         }
         for candidate in candidates {
-            guard let template = try await templates.get(candidate, queue: self.queue, transport: self.transport, logger: self.logger) else {
-                continue
-            }
             let asked = ContinuousClock.now
-            if let lease = try await self.queue.claim(
-                campaign: candidate, worker: self.configuration.workerID, leaseMilliseconds: self.configuration.leaseMilliseconds
-            ) {
+            let template: CampaignTemplate?
+            let lease: ShardLease?
+            if let known = templates.entry(candidate) {
+                guard let known else { continue }
+                template = known
+                lease = try await self.queue.claim(
+                    campaign: candidate, worker: self.configuration.workerID, leaseMilliseconds: self.configuration.leaseMilliseconds
+                )
+            } else {
+                // First sight of it (of every notification): its descriptor comes with the claim.
+                let (descriptor, claimed) = try await self.queue.claimReadingDescriptor(
+                    campaign: candidate, worker: self.configuration.workerID, leaseMilliseconds: self.configuration.leaseMilliseconds
+                )
+                template = descriptor.flatMap { templates.prepare(candidate, $0, transport: self.transport, logger: self.logger) }
+                if template == nil, let claimed {
+                    // A campaign this worker cannot send goes back to the others at once, nothing sent.
+                    _ = try await self.queue.release(claimed, cursor: claimed.cursor, countAttempt: false)
+                    continue
+                }
+                lease = claimed
+            }
+            if let lease, let template {
                 FleetMetrics.shared.shardsClaimed.increment()
                 return Claim(lease: lease, leasedAt: asked, template: template)
             }
@@ -355,9 +380,14 @@ final class TemplateCache: Sendable {
         self.entries.withLock { entries in entries = entries.filter { keep.contains($0.key) } }
     }
 
-    func get(_ campaign: UUID, queue: CampaignQueue, transport: DeliveryTransport, logger: Logger) async throws -> CampaignTemplate? {
-        if let cached = self.entries.withLock({ $0[campaign] }) { return cached }
-        guard let descriptor = try await queue.descriptor(campaign: campaign) else { return nil }
+    /// The template of `campaign` if it was prepared (nil inside when it cannot be sent over this
+    /// transport), or nil if it was not.
+    func entry(_ campaign: UUID) -> CampaignTemplate?? {
+        self.entries.withLock { $0[campaign] }
+    }
+
+    /// Prepares and keeps the template of `campaign`; nil (kept too) when this transport cannot send it.
+    func prepare(_ campaign: UUID, _ descriptor: CampaignDescriptor, transport: DeliveryTransport, logger: Logger) -> CampaignTemplate? {
         let entry: CampaignTemplate?
         do {
             entry = try transport.makeTemplate(descriptor)

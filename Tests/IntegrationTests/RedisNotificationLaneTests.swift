@@ -17,20 +17,61 @@ import Testing
         let waiter = RedisClient(configuration: fixture.client.configuration, logger: silentRedisLogger)
         let lane = CampaignQueue(client: waiter)
 
-        #expect(try await lane.waitForNotification(topic: topic, environment: .sandbox, timeout: .seconds(1)) == false)
+        #expect(try await lane.waitForNotification(topic: topic, environment: .sandbox, timeout: .seconds(1)) == .timedOut)
         try await fixture.queue.stageShards(campaign: fixture.campaign, shards: [(shard: 0, tokens: TestTokens.tokens(2, seed: 11))])
         try await fixture.queue.publish(descriptor)
 
         #expect(try await fixture.queue.descriptor(campaign: fixture.campaign)?.definition.kind == .notification)
         #expect(try await fixture.queue.activeCampaigns(topic: topic, environment: .sandbox, kind: .notification) == [fixture.campaign])
         #expect(try await fixture.queue.activeCampaigns(topic: topic, environment: .sandbox).isEmpty, "campaign slots would take it")
-        // One publication, one wake-up: the second wait times out.
-        #expect(try await lane.waitForNotification(topic: topic, environment: .sandbox, timeout: .seconds(1)))
-        #expect(try await lane.waitForNotification(topic: topic, environment: .sandbox, timeout: .seconds(1)) == false)
+        // One publication, one wake-up, which names it: the second wait times out.
+        #expect(try await lane.waitForNotification(topic: topic, environment: .sandbox, timeout: .seconds(1)) == .published(fixture.campaign))
+        #expect(try await lane.waitForNotification(topic: topic, environment: .sandbox, timeout: .seconds(1)) == .timedOut)
 
         try await fixture.queue.remove(campaign: fixture.campaign, topic: topic, environment: .sandbox, kind: .notification)
         #expect(try await fixture.queue.activeCampaigns(topic: topic, environment: .sandbox, kind: .notification).isEmpty)
         #expect(try await fixture.keys().isEmpty)
+        try await waiter.shutdown()
+        try await fixture.shutdown()
+    }
+
+    /// A ring's one Redis round trip: its shards staged and published by one pipeline; the
+    /// notification then joins the lane and wakes a waiter with its id. Its first claim reads the
+    /// descriptor and shard 0's length with it; a later shard's length is read after the claim.
+    @Test func stagedAndPublishedInOnePipelineThenClaimedWithItsDescriptor() async throws {
+        let fixture = try RedisQueueFixture()
+        let topic = "com.example.lane.\(fixture.id)"
+        var descriptor = fixture.descriptor(shardCount: 2, totalTokens: 5)
+        descriptor.definition.topic = topic
+        descriptor.definition.kind = .notification
+        let tokens = TestTokens.tokens(5, seed: 12)
+        let waiter = RedisClient(configuration: fixture.client.configuration, logger: silentRedisLogger)
+        let lane = CampaignQueue(client: waiter)
+
+        #expect(try await fixture.queue.stageAndPublish(descriptor, launch: "ring", shards: [(0, Array(tokens[0..<3])), (1, Array(tokens[3...]))]))
+        #expect(try await fixture.queue.launchID(campaign: fixture.campaign) == "ring")
+        #expect(try await fixture.queue.activeCampaigns(topic: topic, environment: .sandbox, kind: .notification) == [fixture.campaign])
+        #expect(try await lane.waitForNotification(topic: topic, environment: .sandbox, timeout: .seconds(1)) == .published(fixture.campaign))
+        // Published once: a second launch of the id publishes nothing of its own.
+        #expect(try await fixture.queue.stageAndPublish(descriptor, launch: "again", shards: [(0, Array(tokens[0..<3])), (1, Array(tokens[3...]))]) == false)
+        try await fixture.queue.discardStaged(campaign: fixture.campaign, launch: "again", shardCount: 2)
+
+        let first = try await fixture.queue.claimReadingDescriptor(campaign: fixture.campaign, worker: "w1", leaseMilliseconds: 30_000)
+        #expect(first.descriptor?.definition == descriptor.definition)
+        #expect(first.descriptor?.shardCount == 2)
+        let lease0 = try #require(first.lease)
+        #expect(lease0.shard == 0 && lease0.tokenCount == 3 && lease0.cursor == 0)
+        let second = try await fixture.queue.claimReadingDescriptor(campaign: fixture.campaign, worker: "w1", leaseMilliseconds: 30_000)
+        let lease1 = try #require(second.lease)
+        #expect(lease1.shard == 1 && lease1.tokenCount == 2, "shard 1's length, read after its claim")
+        let third = try await fixture.queue.claimReadingDescriptor(campaign: fixture.campaign, worker: "w1", leaseMilliseconds: 30_000)
+        #expect(third.descriptor != nil && third.lease == nil, "nothing left to claim")
+        #expect(try await fixture.queue.read(lease1, from: 0, count: 10)?.tokens == Array(tokens[3...]))
+
+        let unknown = try await fixture.queue.claimReadingDescriptor(campaign: UUID(), worker: "w1", leaseMilliseconds: 30_000)
+        #expect(unknown.descriptor == nil && unknown.lease == nil)
+
+        try await fixture.queue.remove(campaign: fixture.campaign, topic: topic, environment: .sandbox, kind: .notification)
         try await waiter.shutdown()
         try await fixture.shutdown()
     }
