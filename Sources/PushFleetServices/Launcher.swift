@@ -76,6 +76,9 @@ public struct Launcher: Sendable {
         self.store = store
     }
 
+    /// A launch's name for what it staged: random, so that two launches of one id never share.
+    static func newLaunchID() -> String { String(UInt64.random(in: 0...UInt64.max), radix: 36) }
+
     public func launch(_ request: Request, tokens: inout some TokenSource) async throws -> Result {
         if let rate = request.definition.rateLimit, !Self.rateLimits.contains(rate) { throw LaunchError.rateLimitOutOfRange(rate) }
         let launchedAt = Date()
@@ -102,7 +105,7 @@ public struct Launcher: Sendable {
         }
         // A pending campaign without its Redis half is one whose launch died before publishing:
         // stage it again and publish it.
-        let launch = String(UInt64.random(in: 0...UInt64.max), radix: 36)
+        let launch = Self.newLaunchID()
         var seen = TokenFingerprintSet()
         var shardCounts: [Int] = []
         var current: [DeviceToken] = []

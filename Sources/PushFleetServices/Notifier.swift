@@ -6,9 +6,10 @@ public import PushFleetRedis
 /// Sends one notification now to a user's devices, a group's (everyone sharing a doorbell), or a
 /// list of tokens: the doorbell lane.
 ///
-/// The devices are read once, by the owner index, when the request is taken. The notification is
-/// then launched as a campaign of kind ``CampaignKind/notification`` (recorded in Postgres, shards
-/// in Redis, published in one step, exactly as ``Launcher`` does), into its topic's lane, which
+/// The devices are read once, by the owner index, when the request is taken, and the notification
+/// launched to them as a campaign of kind ``CampaignKind/notification`` (recorded in Postgres,
+/// shards in Redis, published in one step, as ``Launcher`` does: for a user or a group without an
+/// id, in one Postgres statement and one Redis pipeline), into its topic's lane, which
 /// every worker serves before campaign work and over a connection it keeps open. Its outcomes are
 /// counted and folded as a campaign's are, and APNs' rejections update the registry the same way.
 public struct Notifier: Sendable {
@@ -61,6 +62,13 @@ public struct Notifier: Sendable {
     /// - Throws: ``LaunchError`` when the audience has no active device, names too many tokens, or
     ///   a token of the wrong size; errors of Postgres and Redis as they come.
     public func notify(_ request: Request) async throws -> Result {
+        if request.id == nil {
+            switch request.audience {
+            case .user(let user): return try await self.notifyRegistered(request, .user(user), label: "user:\(user)")
+            case .group(let group): return try await self.notifyRegistered(request, .group(group), label: "group:\(group)")
+            case .tokens: break
+            }
+        }
         let tokens: [DeviceToken]
         let audience: String
         switch request.audience {
@@ -83,6 +91,55 @@ public struct Notifier: Sendable {
         var source = ArrayTokenSource(tokens)
         let result = try await self.launcher.launch(launch, tokens: &source)
         return Result(id: result.id, devices: result.total, created: result.created)
+    }
+}
+
+extension Notifier {
+    /// Tokens per shard of a notification: one RPUSH a shard (``CampaignQueue/stageAndPublish(_:launch:shards:)``).
+    static let shardSize = 1_000
+
+    /// A new notification to a user's or a group's devices in two round trips: Postgres reads the
+    /// devices and records the notification to them in one statement, then Redis stages its
+    /// shards and publishes them in one pipeline (the wake-up follows); marked running after.
+    /// A doorbell ring's latency is made of such round trips, each a wait for a busy CPU.
+    private func notifyRegistered(_ request: Request, _ audience: DeviceAudience, label: String) async throws -> Result {
+        let (queue, store) = (self.launcher.queue, self.launcher.store)
+        var definition = request.definition
+        definition.kind = .notification
+        let id = UUID()
+        let launch = Launcher.newLaunchID()
+        let found = try await store.createNotification(
+            id: id, definition: definition, to: audience, launch: launch, shardSize: Self.shardSize, maximumTokens: Self.maximumTokens
+        )
+        let tokens = found.tokens
+        guard found.created else {
+            if tokens.isEmpty { throw LaunchError.noDevices(label, topic: definition.topic, environment: definition.environment) }
+            throw LaunchError.tooManyDevices(tokens.count, maximum: Self.maximumTokens)
+        }
+        if let required = request.requiredTokenSize, let wrong = tokens.first(where: { $0.count != required }) {
+            // Nothing is published: the row and its tokens go, as if never launched.
+            try? await store.discardShardTokens(campaign: id, launch: launch)
+            try? await store.discardUnpublishedCampaign(id, launch: launch)
+            throw LaunchError.wrongTokenSize(wrong.count, required: required)
+        }
+        let shards = stride(from: 0, to: tokens.count, by: Self.shardSize).enumerated().map { shard, start in
+            (shard: shard, tokens: Array(tokens[start..<min(start + Self.shardSize, tokens.count)]))
+        }
+        var campaign = NewCampaign(
+            id: id, definition: definition, shardSize: Self.shardSize, shardTokenCounts: shards.map(\.tokens.count), totalTokens: tokens.count
+        )
+        campaign.audience = label
+        let target = CampaignState.published(startingAt: nil, now: Date())
+        do {
+            // A new id: no other launch can have published it.
+            try await queue.stageAndPublish(CampaignDescriptor(campaign, status: CampaignQueueStatus(target)), launch: launch, shards: shards)
+        } catch {
+            // Published or not, the row stays `pending`: the coordinator adopts it if it was.
+            try? await queue.discardStaged(campaign: id, launch: launch, shardCount: shards.count)
+            throw error
+        }
+        _ = try await store.setState(id, to: target, from: [.pending])
+        return Result(id: id, devices: tokens.count, created: true)
     }
 }
 
