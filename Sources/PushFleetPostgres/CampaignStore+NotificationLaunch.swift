@@ -10,19 +10,23 @@ extension CampaignStore {
         /// The audience's active devices in byte order, at most `maximumTokens + 1` of them; shard
         /// `i` holds `tokens[i * shardSize ..< (i + 1) * shardSize]`.
         public var tokens: [DeviceToken]
-        /// Whether the notification was recorded: false when there was no device or more than
-        /// the maximum, or the id was taken.
+        /// How many active devices the audience has.
+        public var devices: Int
+        /// Whether the notification was recorded: false when there was no device, more than the
+        /// maximum, one whose token is not of the required size, or the id was taken.
         public var created: Bool
     }
 
     /// Reads the active devices of a user or a group in `definition`'s topic and environment and,
-    /// if there are 1 to `maximumTokens`, records the notification to them in the same statement:
+    /// if there are 1 to `maximumTokens` and every token is `requiredTokenSize` bytes (when given),
+    /// records the notification to them in the same statement:
     /// its campaign row (`pending`, of kind ``CampaignKind/notification``, by `launch`), its shards
     /// of `shardSize` tokens, and their tokens as `launch` staged them (the durable copy a lost
     /// queue is rebuilt from), as ``createCampaign(_:tokens:)`` does for tokens in hand.
     /// - Throws: ``PostgresStoreError/Code/invalidInput`` for a bad topic, user or group id.
     public func createNotification(
-        id: UUID, definition: CampaignDefinition, to audience: DeviceAudience, launch: String, shardSize: Int, maximumTokens: Int
+        id: UUID, definition: CampaignDefinition, to audience: DeviceAudience, launch: String, shardSize: Int, maximumTokens: Int,
+        requiredTokenSize: Int? = nil
     ) async throws -> CreatedNotification {
         precondition(shardSize > 0 && maximumTokens > 0)
         try Self.checkTopic(definition.topic)
@@ -37,15 +41,15 @@ extension CampaignStore {
         }
         let statement = NotificationStatement(
             id: id, definition: definition, owner: user ?? group!, label: label, launch: launch, shardSize: shardSize,
-            maximumTokens: maximumTokens
+            maximumTokens: maximumTokens, requiredTokenSize: requiredTokenSize
         )
         return try await self.withConnection("create a notification to \(label)") { connection in
             let rows = user != nil
                 ? try await connection.execute(NotificationToUser(statement), logger: self.logger)
                 : try await connection.execute(NotificationToGroup(statement), logger: self.logger)
-            var result = CreatedNotification(tokens: [], created: false)
-            for try await (created, token) in rows {
-                result.created = created == 1
+            var result = CreatedNotification(tokens: [], devices: 0, created: false)
+            for try await (created, devices, token) in rows {
+                (result.created, result.devices) = (created == 1, Int(devices))
                 if let token { result.tokens.append(try DeviceToken(postgres: token)) }
             }
             return result
@@ -68,6 +72,7 @@ struct NotificationStatement: Sendable {
     let launch: String
     let shardSize: Int
     let maximumTokens: Int
+    let requiredTokenSize: Int?
 
     /// `$3` is the user or the group; `members` selects the users whose devices it goes to.
     static func sql(members: String) -> String {
@@ -92,6 +97,7 @@ struct NotificationStatement: Sendable {
                    'notification', $11, $12, $13, NULL, NULL, NULL, false
             FROM app
             WHERE (SELECT count(*) FROM devices) BETWEEN 1 AND $14
+              AND ($15::bigint IS NULL OR NOT EXISTS (SELECT 1 FROM devices WHERE length(token) <> $15))
             ON CONFLICT (campaign_id) DO NOTHING
             RETURNING campaign_id
         ), counted AS (
@@ -101,19 +107,19 @@ struct NotificationStatement: Sendable {
             INSERT INTO campaign_shard_tokens (campaign_id, launch, shard, tokens)
             SELECT created.campaign_id, $12, s.shard, s.packed FROM created, shards s
         )
-        SELECT (SELECT count(*) FROM created), d.token
+        SELECT (SELECT count(*) FROM created), (SELECT count(*) FROM devices), d.token
         FROM (SELECT 1) AS one LEFT JOIN (SELECT token FROM devices ORDER BY token LIMIT $14 + 1) AS d ON true
         ORDER BY d.token
         """
     }
 
-    /// The types of `$1`…`$14`, declared: a statement prepared with a null collapse id or rate
+    /// The types of `$1`…`$15`, declared: a statement prepared with a null collapse id or rate
     /// limit would otherwise keep the type Postgres guessed for it.
-    static let types: [PostgresDataType] = [.text, .text, .text, .int8, .uuid, .bytea, .text, .int8, .int8, .text, .text, .text, .int8, .int8]
+    static let types: [PostgresDataType] = [.text, .text, .text, .int8, .uuid, .bytea, .text, .int8, .int8, .text, .text, .text, .int8, .int8, .int8]
 
     func bindings() -> PostgresBindings {
         let d = self.definition
-        var bindings = PostgresBindings(capacity: 14)
+        var bindings = PostgresBindings(capacity: 15)
         bindings.append(d.topic)
         bindings.append(d.environment.rawValue)
         bindings.append(self.owner)
@@ -128,12 +134,13 @@ struct NotificationStatement: Sendable {
         bindings.append(self.launch)
         bindings.append(d.rateLimit)
         bindings.append(self.maximumTokens)
+        bindings.append(self.requiredTokenSize)
         return bindings
     }
 }
 
-/// Whether it was recorded (1 or 0), and a device (nil when there is none).
-private typealias NotificationRow = (Int64, ByteBuffer?)
+/// Whether it was recorded (1 or 0), how many devices there are, and a device (nil when there is none).
+private typealias NotificationRow = (Int64, Int64, ByteBuffer?)
 
 private struct NotificationToUser: PostgresPreparedStatement {
     static let name = "pushfleet_notification_to_user"

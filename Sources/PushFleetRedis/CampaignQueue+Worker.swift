@@ -24,10 +24,11 @@ extension CampaignQueue {
 
     /// ``claim(campaign:worker:leaseMilliseconds:)`` for a worker that has not read the campaign's
     /// descriptor yet, such as a notification just published: the descriptor, the claim and the
-    /// length of shard 0 (a notification's one shard) in one round trip. A claim of another shard
-    /// reads its length after.
+    /// length of shard 0 (a ring's first and, up to 1,000 devices, only shard) in one round trip.
+    /// A claim of another shard reads its length after.
     /// - Returns: The descriptor (nil when the campaign is not in Redis) and the lease (nil when
     ///   nothing was claimed). A caller that cannot send the campaign releases the lease.
+    /// - Throws: ``RedisError`` when the meta hash cannot be read, after releasing what was claimed.
     public func claimReadingDescriptor(
         campaign: UUID, worker: String, leaseMilliseconds: Int
     ) async throws -> (descriptor: CampaignDescriptor?, lease: ShardLease?) {
@@ -40,7 +41,6 @@ extension CampaignQueue {
                 // After the claim: a list this worker now holds does not change.
                 [Array("LLEN".utf8), keys.shard(0)],
             ])
-            let descriptor = try Self.descriptor(replies[0], campaign: campaign, on: connection)
             var claim = replies[1]
             var lengthOfShard0 = replies[2].integer
             if RedisConnection.isNoScript(claim) {
@@ -48,7 +48,14 @@ extension CampaignQueue {
                 lengthOfShard0 = nil
             }
             if case .error(let message) = claim { throw RedisError.errorReply(connection.lastServer, command: "the claim script", message) }
-            return (descriptor, try Self.lease(claim, campaign: campaign, worker: worker, length: lengthOfShard0, on: connection))
+            let lease = try Self.lease(claim, campaign: campaign, worker: worker, length: lengthOfShard0, on: connection)
+            do {
+                return (try Self.descriptor(replies[0], campaign: campaign, on: connection), lease)
+            } catch {
+                // Claimed before the descriptor was known to be readable: the shard goes back, unsent.
+                if let lease { _ = try? Self.release(lease, cursor: lease.cursor, countAttempt: false, on: connection) }
+                throw error
+            }
         }
     }
 
@@ -204,16 +211,18 @@ extension CampaignQueue {
     ///   - countAttempt: Whether this counts as a failed attempt (true after errors; false on a graceful drain).
     /// - Returns: false when the lease was lost (nothing changed).
     public func release(_ lease: ShardLease, cursor: Int, countAttempt: Bool) async throws -> Bool {
-        let keys = CampaignKeys(lease.campaign)
-        return try await self.client.withConnection { connection in
-            let reply = try connection.checkedEvaluate(
-                "release", CampaignScripts.release,
-                keys: [keys.owner, keys.cursor, keys.leases, keys.pending, keys.attempts, keys.sent],
-                arguments: [
-                    lease.shard.redisArgument, Array(lease.owner.utf8), cursor.redisArgument, (countAttempt ? 1 : 0).redisArgument,
-                ]
-            )
-            return try connection.integer(reply, "the release script") == 1
+        try await self.client.withConnection { connection in
+            try Self.release(lease, cursor: cursor, countAttempt: countAttempt, on: connection)
         }
+    }
+
+    private static func release(_ lease: ShardLease, cursor: Int, countAttempt: Bool, on connection: RedisConnection) throws(RedisError) -> Bool {
+        let keys = CampaignKeys(lease.campaign)
+        let reply = try connection.checkedEvaluate(
+            "release", CampaignScripts.release,
+            keys: [keys.owner, keys.cursor, keys.leases, keys.pending, keys.attempts, keys.sent],
+            arguments: [lease.shard.redisArgument, Array(lease.owner.utf8), cursor.redisArgument, (countAttempt ? 1 : 0).redisArgument]
+        )
+        return try connection.integer(reply, "the release script") == 1
     }
 }

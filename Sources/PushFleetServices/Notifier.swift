@@ -109,18 +109,16 @@ extension Notifier {
         let id = UUID()
         let launch = Launcher.newLaunchID()
         let found = try await store.createNotification(
-            id: id, definition: definition, to: audience, launch: launch, shardSize: Self.shardSize, maximumTokens: Self.maximumTokens
+            id: id, definition: definition, to: audience, launch: launch, shardSize: Self.shardSize, maximumTokens: Self.maximumTokens,
+            requiredTokenSize: request.requiredTokenSize
         )
         let tokens = found.tokens
         guard found.created else {
             if tokens.isEmpty { throw LaunchError.noDevices(label, topic: definition.topic, environment: definition.environment) }
-            throw LaunchError.tooManyDevices(tokens.count, maximum: Self.maximumTokens)
-        }
-        if let required = request.requiredTokenSize, let wrong = tokens.first(where: { $0.count != required }) {
-            // Nothing is published: the row and its tokens go, as if never launched.
-            try? await store.discardShardTokens(campaign: id, launch: launch)
-            try? await store.discardUnpublishedCampaign(id, launch: launch)
-            throw LaunchError.wrongTokenSize(wrong.count, required: required)
+            if let required = request.requiredTokenSize, let wrong = tokens.first(where: { $0.count != required }) {
+                throw LaunchError.wrongTokenSize(wrong.count, required: required)
+            }
+            throw LaunchError.tooManyDevices(found.devices, maximum: Self.maximumTokens)
         }
         let shards = stride(from: 0, to: tokens.count, by: Self.shardSize).enumerated().map { shard, start in
             (shard: shard, tokens: Array(tokens[start..<min(start + Self.shardSize, tokens.count)]))
@@ -134,11 +132,19 @@ extension Notifier {
             // A new id: no other launch can have published it.
             try await queue.stageAndPublish(CampaignDescriptor(campaign, status: CampaignQueueStatus(target)), launch: launch, shards: shards)
         } catch {
-            // Published or not, the row stays `pending`: the coordinator adopts it if it was.
             try? await queue.discardStaged(campaign: id, launch: launch, shardCount: shards.count)
+            // Known not published: the row and its tokens go (nobody can launch this id again).
+            // Otherwise the row stays `pending`, and the coordinator adopts it if it was published.
+            let published: Bool? = try? await queue.launchID(campaign: id) != nil
+            if published == false {
+                try? await store.discardShardTokens(campaign: id, launch: launch)
+                try? await store.discardUnpublishedCampaign(id, launch: launch)
+            }
             throw error
         }
-        _ = try await store.setState(id, to: target, from: [.pending])
+        // Published: the ring is on its way whatever happens here (the coordinator marks a
+        // published `pending` notification running), and failing now would only make it ring twice.
+        _ = try? await store.setState(id, to: target, from: [.pending])
         return Result(id: id, devices: tokens.count, created: true)
     }
 }

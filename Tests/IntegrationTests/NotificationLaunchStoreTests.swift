@@ -57,6 +57,9 @@ import Testing
             #expect(record.topic == topic)
             #expect(try await store.shardTokens(campaign: id, shard: 0) == PostgresFixture.sorted(phones), "the durable copy, under the launch")
             #expect(try await store.notificationReport(id)?.audience == "group:\(group)")
+            let launched = try #require(try await store.launchedCampaign(id))
+            #expect(launched.shardTokenCounts == [6])
+            #expect(launched.definition == Self.definition(topic: topic))
         }
     }
 
@@ -74,6 +77,7 @@ import Testing
             let record = try #require(try await store.campaign(id))
             #expect(record.total == 2 && record.shardCount == 2)
             #expect(try await store.shardTokens(campaign: id, shards: [0, 1]) == [0: [mine[0]], 1: [mine[1]]])
+            #expect(try await store.launchedCampaign(id)?.shardTokenCounts == [1, 1])
         }
     }
 
@@ -94,7 +98,7 @@ import Testing
             let many = try await store.createNotification(
                 id: crowd, definition: definition, to: .group(group), launch: "l", shardSize: 1_000, maximumTokens: 4
             )
-            #expect(!many.created)
+            #expect(!many.created && many.devices == 6)
             #expect(many.tokens == Array(PostgresFixture.sorted(phones).prefix(5)), "the maximum and one more: enough to say there are too many")
             #expect(try await store.campaign(crowd) == nil)
             #expect(try await store.shardTokens(campaign: crowd, shard: 0) == nil)
@@ -106,8 +110,8 @@ import Testing
     }
 
     /// Over the binary protocol (32-byte tokens), a registered phone with a longer token fails the
-    /// ring before anything is published, and the row the statement wrote goes again; the same
-    /// household is rung over HTTP/2, which takes any size.
+    /// ring, and the statement records nothing; the same phone is rung over HTTP/2, which takes
+    /// any size.
     @Test func aTokenTheBinaryProtocolCannotCarryFailsTheRingAndLeavesNothing() async throws {
         let redis = try RedisQueueFixture()
         try await PostgresFixture.withStore { store in

@@ -48,6 +48,8 @@ import Testing
         let waiter = RedisClient(configuration: fixture.client.configuration, logger: silentRedisLogger)
         let lane = CampaignQueue(client: waiter)
 
+        // Each pipeline runs its script by hash; a Redis that lost its scripts runs it again by source.
+        _ = try await fixture.command("SCRIPT", "FLUSH")
         #expect(try await fixture.queue.stageAndPublish(descriptor, launch: "ring", shards: [(0, Array(tokens[0..<3])), (1, Array(tokens[3...]))]))
         #expect(try await fixture.queue.launchID(campaign: fixture.campaign) == "ring")
         #expect(try await fixture.queue.activeCampaigns(topic: topic, environment: .sandbox, kind: .notification) == [fixture.campaign])
@@ -56,6 +58,7 @@ import Testing
         #expect(try await fixture.queue.stageAndPublish(descriptor, launch: "again", shards: [(0, Array(tokens[0..<3])), (1, Array(tokens[3...]))]) == false)
         try await fixture.queue.discardStaged(campaign: fixture.campaign, launch: "again", shardCount: 2)
 
+        _ = try await fixture.command("SCRIPT", "FLUSH")
         let first = try await fixture.queue.claimReadingDescriptor(campaign: fixture.campaign, worker: "w1", leaseMilliseconds: 30_000)
         #expect(first.descriptor?.definition == descriptor.definition)
         #expect(first.descriptor?.shardCount == 2)
@@ -73,6 +76,21 @@ import Testing
 
         try await fixture.queue.remove(campaign: fixture.campaign, topic: topic, environment: .sandbox, kind: .notification)
         try await waiter.shutdown()
+        try await fixture.shutdown()
+    }
+
+    /// A meta hash this worker cannot read: the shard claimed with it goes back at once, unsent and
+    /// with no attempt counted, and the error names the field.
+    @Test func aShardClaimedWithAnUnreadableDescriptorIsReleased() async throws {
+        let fixture = try RedisQueueFixture()
+        try await fixture.launch([2])
+        _ = try await fixture.command("HSET", "pf:{\(fixture.id)}:meta", "priority", "high")
+        await #expect(throws: RedisError.self) {
+            try await fixture.queue.claimReadingDescriptor(campaign: fixture.campaign, worker: "w1", leaseMilliseconds: 30_000)
+        }
+        _ = try await fixture.command("HSET", "pf:{\(fixture.id)}:meta", "priority", "10")
+        let again = try #require(try await fixture.queue.claim(campaign: fixture.campaign, worker: "w2", leaseMilliseconds: 30_000))
+        #expect(again.shard == 0 && again.cursor == 0 && again.attempts == 0)
         try await fixture.shutdown()
     }
 
