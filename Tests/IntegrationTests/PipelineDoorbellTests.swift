@@ -147,55 +147,194 @@ extension PipelineTests {
 }
 
 extension PipelineTests {
-    /// A ring's worker is SIGKILLed while the ring is in flight: the HTTP/2 simulator holds its
-    /// answers 3 s; the binary gateway answers the worker's sentinel 3 s after reading it, so the
-    /// worker cannot yet know its six frames were taken. (A read-rate limit does not hold them: all
-    /// six and the sentinel fit one read, which CI's run showed.) Another worker takes it
-    /// over when the lease runs out: every phone gets it, each outcome is counted once, and every
-    /// second delivery is counted as re-sent.
+    /// A ring's worker is SIGKILLed while the ring is in flight (see ``RingInFlight``). Another
+    /// worker takes it over when the lease runs out: every phone gets it, each outcome is counted
+    /// once, and every second delivery is counted as re-sent.
     @Test(arguments: ["http2", "binary"])
     func aRingWhoseWorkerIsKilledIsFinishedByAnotherAndCountedOnce(_ protocol: String) async throws {
+        let ring = try await RingInFlight.start(protocol: `protocol`)
+        defer { Task { await ring.fixture.stop() } }
+        ring.worker.signal(SIGKILL)
+        _ = await ring.worker.wait()
+        let successor = try ring.fixture.startWorker(protocol: `protocol`)
+        let report = try await ring.waitUntilCompleted()
+        ring.expectEveryPhoneCountedOnce(report)
+        #expect(report.record.resent > 0, "the killed worker had nothing in flight; the takeover was not tested")
+        await stopAll([successor, ring.coordinator])
+    }
+
+    /// A ring's worker is frozen (SIGSTOP) with the ring in flight, for longer than its 3 s lease,
+    /// and another worker claims the ring. The frozen worker is continued (SIGCONT) as soon as
+    /// the claim is seen, while the gateway still holds the new holder's answers: it reads the
+    /// answers it was waiting for, which came while it was stopped, and must count none of them,
+    /// since the shard is no longer its own. The ring completes by the new holder, counted once;
+    /// the continued worker drains and exits cleanly, and a second ring (whose outcomes the
+    /// coordinator folds after anything the continued worker could have sent) changes nothing
+    /// in the first one's counts.
+    @Test(arguments: ["http2", "binary"])
+    func aRingWhoseWorkerIsFrozenPastItsLeaseIsFinishedByAnotherAndCountedOnce(_ protocol: String) async throws {
+        let ring = try await RingInFlight.start(protocol: `protocol`)
+        defer { Task { await ring.fixture.stop() } }
+        let claimed = try await ring.claims()
+        ring.worker.signal(SIGSTOP)
+        let successor = try ring.fixture.startWorker(protocol: `protocol`)
+        try await ring.waitForClaims(after: claimed, by: successor)
+        ring.worker.signal(SIGCONT)
+        let report = try await ring.waitUntilCompleted()
+        ring.expectEveryPhoneCountedOnce(report)
+        #expect(report.record.resent > 0, "the frozen worker had nothing in flight; the takeover was not tested")
+
+        ring.worker.signal(SIGTERM)
+        #expect(await ring.worker.wait() == 0, "the continued worker drains and exits: \(ring.worker.standardError.suffix(4_000))")
+        let second = try await ring.ringAgain()
+        #expect(second.record.accepted == ring.household.phones.count)
+        let after = try await ring.waitUntilCompleted()
+        #expect(after.record.accepted == report.record.accepted, "the continued worker's outcomes were counted: \(report.record) then \(after.record)")
+        #expect(after.record.resent == report.record.resent)
+        ring.expectEveryPhoneCountedOnce(after, rings: 2, resent: after.record.resent + second.record.resent)
+        await stopAll([successor, ring.coordinator])
+    }
+
+    /// A ring's worker gets SIGTERM with the ring in flight: it waits for the answers (the 3 s the
+    /// gateway holds them are well inside its drain), counts them, and exits cleanly. No other
+    /// worker runs: the ring completes by the drained worker alone, and no phone gets it twice.
+    @Test(arguments: ["http2", "binary"])
+    func aRingWhoseWorkerIsDrainedIsCountedOnceAndSentOnce(_ protocol: String) async throws {
+        let ring = try await RingInFlight.start(protocol: `protocol`)
+        defer { Task { await ring.fixture.stop() } }
+        ring.worker.signal(SIGTERM)
+        #expect(await ring.worker.wait() == 0, "a draining worker exits cleanly: \(ring.worker.standardError.suffix(4_000))")
+        let report = try await ring.waitUntilCompleted()
+        ring.expectEveryPhoneCountedOnce(report)
+        #expect(report.record.resent == 0)
+        let deliveries = ring.household.phones.map { ring.fixture.mock.ledger.deliveries(of: $0) }
+        #expect(deliveries == Array(repeating: 1, count: ring.household.phones.count), "each phone once: \(deliveries)")
+        await stopAll([ring.coordinator])
+    }
+
+    /// The coordinator is SIGKILLed with a ring in flight and started again: the ring completes
+    /// once its worker's answers come, counted once, and no phone gets it twice.
+    @Test(arguments: ["http2", "binary"])
+    func aRingOutlivesACoordinatorRestartAndIsCountedOnce(_ protocol: String) async throws {
+        let ring = try await RingInFlight.start(protocol: `protocol`)
+        defer { Task { await ring.fixture.stop() } }
+        ring.coordinator.signal(SIGKILL)
+        _ = await ring.coordinator.wait()
+        let coordinator = try ring.fixture.startCoordinator()
+        let report = try await ring.waitUntilCompleted()
+        ring.expectEveryPhoneCountedOnce(report)
+        let deliveries = ring.household.phones.map { ring.fixture.mock.ledger.deliveries(of: $0) }
+        #expect(deliveries == Array(repeating: 1, count: ring.household.phones.count), "each phone once: \(deliveries)")
+        await stopAll([ring.worker, coordinator])
+    }
+}
+
+/// A ring to a household's six phones, held in flight by its only worker: the HTTP/2 simulator
+/// holds its answers 3 s; the binary gateway answers the worker's sentinel 3 s after reading it,
+/// so the worker cannot yet know its six frames were taken. (A read-rate limit does not hold
+/// them: all six and the sentinel fit one read, which CI's run showed.) What happens to the
+/// worker next is the test's.
+struct RingInFlight {
+    let fixture: PipelineFixture
+    let household: Household
+    let coordinator: PushFleetProcess
+    let worker: PushFleetProcess
+    let protocolName: String
+    let id: UUID
+
+    /// Starts the fixture, the coordinator and the worker, and rings. The fixture is stopped
+    /// if any of it fails; otherwise stopping it is the caller's.
+    static func start(protocol: String) async throws -> RingInFlight {
         let fixture = try await PipelineFixture.start(
             count: 10, invalidEvery: nil, unregisteredEvery: nil, http2Faults: .init(answerDelay: .seconds(3)), errorDelay: .seconds(3)
         )
-        defer { Task { await fixture.stop() } }
+        do {
+            return try await Self.ring(fixture, protocol: `protocol`)
+        } catch {
+            await fixture.stop()
+            throw error
+        }
+    }
+
+    private static func ring(_ fixture: PipelineFixture, protocol: String) async throws -> RingInFlight {
         let household = Household(topic: fixture.topic)
         try await fixture.withStore { store in try await household.register(in: store) }
         let coordinator = try fixture.startCoordinator()
-        let doomed = try fixture.startWorker(protocol: `protocol`)
+        let worker = try fixture.startWorker(protocol: `protocol`)
         // The lane's connection is open before the ring (HTTP/2), so the ring goes at once.
         try await Task.sleep(for: .seconds(1))
         // The lease is looked for while `notify` runs, not after it ends: a loaded machine can
         // take longer to end the process than the ring takes to deliver (CI saw it once).
         let id = UUID()
         async let sent = fixture.notify(["--group", household.group, "--notification-id", id.uuidString], protocol: `protocol`)
-        try await fixture.waitUntilLeased(id, by: doomed)
+        try await fixture.waitUntilLeased(id, by: worker)
         let notified = try await sent
-        #expect(notified.status == 0, "\(notified.error)")
+        try #require(notified.status == 0, "\(notified.error)")
         // Seen at its claim, the ring may not be written yet: the binary lane connects on its
         // first notification (a TLS handshake, slow on a loaded machine). 1.5 s leaves it that
         // and stays inside the 3 s the gateway holds its answer.
         try await Task.sleep(for: .milliseconds(1_500))
-        doomed.signal(SIGKILL)
-        _ = await doomed.wait()
-        let successor = try fixture.startWorker(protocol: `protocol`)
+        return RingInFlight(fixture: fixture, household: household, coordinator: coordinator, worker: worker, protocolName: `protocol`, id: id)
+    }
 
-        let report = try await fixture.withStore { store in
+    /// How many claims the ring's shards have had: Redis' fencing counter, which every claim
+    /// increments.
+    func claims() async throws -> Int {
+        let client = RedisClient(configuration: try RedisConfiguration(url: self.fixture.redisURL))
+        defer { Task { try? await client.shutdown() } }
+        let key = "pf:{\(self.id.uuidString.lowercased())}:fence"
+        return try await client.withConnection { try $0.command("GET", key).integer ?? 0 }
+    }
+
+    /// Waits until the ring's shard was claimed again after `claimed` claims, by `worker`, the only
+    /// worker not stopped. Fails when it ends, and after a minute.
+    func waitForClaims(after claimed: Int, by worker: PushFleetProcess) async throws {
+        let start = ContinuousClock.now
+        while try await self.claims() <= claimed {
+            guard worker.isRunning else {
+                throw WaitFailure("the new worker ended with status \(await worker.wait()): \(worker.standardError.suffix(4_000))")
+            }
+            guard ContinuousClock.now - start < .seconds(60) else {
+                throw WaitFailure("nobody claimed \(self.id) again within a minute; the new worker logged: \(worker.standardError.suffix(4_000))")
+            }
+            try await Task.sleep(for: .milliseconds(20))
+        }
+    }
+
+    /// The ring's report once Postgres says it completed; fails after two minutes.
+    func waitUntilCompleted(_ id: UUID? = nil) async throws -> NotificationReport {
+        try await self.fixture.withStore { store in
             let start = ContinuousClock.now
             while true {
-                let report = try #require(try await store.notificationReport(id))
+                let report = try #require(try await store.notificationReport(id ?? self.id))
                 if report.record.state == .completed { return report }
                 try #require(ContinuousClock.now - start < .seconds(120), "the ring never completed: \(report.record)")
                 try await Task.sleep(for: .milliseconds(200))
             }
         }
-        #expect(report.devices.map(\.status) == Array(repeating: .accepted, count: household.phones.count))
-        #expect(report.record.accepted == household.phones.count)
-        #expect(report.record.resent > 0, "the killed worker had nothing in flight; the takeover was not tested")
-        let deliveries = household.phones.map { fixture.mock.ledger.deliveries(of: $0) }
-        #expect(deliveries.allSatisfy { $0 >= 1 }, "\(deliveries)")
-        #expect(deliveries.reduce(0) { $0 + $1 - 1 } <= report.record.resent, "duplicates \(deliveries), resent \(report.record.resent)")
-        await stopAll([successor, coordinator])
+    }
+
+    /// Rings the household again (with whichever worker is left) and returns that ring's report
+    /// once it completed.
+    func ringAgain() async throws -> NotificationReport {
+        let id = UUID()
+        let notified = try await self.fixture.notify(["--group", self.household.group, "--notification-id", id.uuidString], protocol: self.protocolName)
+        try #require(notified.status == 0, "\(notified.error)")
+        return try await self.waitUntilCompleted(id)
+    }
+
+    /// Every phone's outcome in `report` is `accepted` and counted once; each phone got the
+    /// household's `rings` rings at least, and every delivery beyond those is one of the `resent`
+    /// the rings counted (by default `report`'s).
+    func expectEveryPhoneCountedOnce(_ report: NotificationReport, rings: Int = 1, resent: Int? = nil) {
+        let phones = self.household.phones.count
+        let resent = resent ?? report.record.resent
+        #expect(report.devices.map(\.status) == Array(repeating: .accepted, count: phones))
+        #expect(report.record.accepted == phones)
+        #expect(report.record.rejected.values.reduce(0, +) == 0, "\(report.record)")
+        let deliveries = self.household.phones.map { self.fixture.mock.ledger.deliveries(of: $0) }
+        #expect(deliveries.allSatisfy { $0 >= rings }, "\(deliveries)")
+        #expect(deliveries.reduce(0) { $0 + $1 - rings } <= resent, "duplicates \(deliveries), resent \(resent)")
     }
 }
 
