@@ -7,6 +7,16 @@ import NIOPosix
 import NIOSSL
 import PushFleetCore
 import PushFleetTestSupport
+import Testing
+
+/// How the simulator's HTTP/2 gateway treats its clients: as kindly as it can (a 16 MiB window
+/// for request bodies, refunded once half of it was read; a read burst's answers in one write), or
+/// as common HTTP/2 servers do (`scripts/bench.sh --unkind-gateway`): HTTP/2's 65,535-byte window
+/// refunded by a `WINDOW_UPDATE` per request, and every answer frame in a TLS record of its own.
+enum GatewayManner: String, Sendable, CustomTestStringConvertible {
+    case kind, unkind
+    var testDescription: String { self.rawValue }
+}
 
 /// A simulator on free loopback ports (binary gateway, feedback, admin and HTTP/2) with the test
 /// PKI and the test provider key, and clients that trust it.
@@ -28,7 +38,8 @@ struct BinaryFixture {
         errorDelay: TimeAmount = .milliseconds(50),
         faults: MockAPNSConfiguration.BinaryFaults = .init(),
         http2Faults: MockAPNSConfiguration.HTTP2Faults = .init(),
-        maxConcurrentStreams: Int = 1000
+        maxConcurrentStreams: Int = 1000,
+        manner: GatewayManner = .kind
     ) async throws -> BinaryFixture {
         let certificates = try TestCertificates.shared()
         var configuration = MockAPNSConfiguration(
@@ -43,7 +54,10 @@ struct BinaryFixture {
             http2Port: 0,
             http2: .init(
                 providerKeys: [try .init(keyID: Self.keyID, teamID: Self.teamID, publicKeyPEMFile: certificates.authKeyPublic)],
-                maxConcurrentStreams: maxConcurrentStreams
+                maxConcurrentStreams: maxConcurrentStreams,
+                connectionWindow: manner == .unkind ? 65_535 : 1 << 24,
+                windowUpdatePerRequest: manner == .unkind,
+                flushEachFrame: manner == .unkind
             ),
             http2Faults: http2Faults
         )

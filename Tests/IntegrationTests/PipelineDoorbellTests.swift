@@ -150,9 +150,9 @@ extension PipelineTests {
     /// A ring's worker is SIGKILLed while the ring is in flight (see ``RingInFlight``). Another
     /// worker takes it over when the lease runs out: every phone gets it, each outcome is counted
     /// once, and every second delivery is counted as re-sent.
-    @Test(arguments: ["http2", "binary"])
-    func aRingWhoseWorkerIsKilledIsFinishedByAnotherAndCountedOnce(_ protocol: String) async throws {
-        let ring = try await RingInFlight.start(protocol: `protocol`)
+    @Test(arguments: [("http2", GatewayManner.kind), ("http2", .unkind), ("binary", .kind)])
+    func aRingWhoseWorkerIsKilledIsFinishedByAnotherAndCountedOnce(_ protocol: String, _ manner: GatewayManner) async throws {
+        let ring = try await RingInFlight.start(protocol: `protocol`, manner: manner)
         defer { Task { await ring.fixture.stop() } }
         ring.worker.signal(SIGKILL)
         _ = await ring.worker.wait()
@@ -171,9 +171,9 @@ extension PipelineTests {
     /// the continued worker drains and exits cleanly, and a second ring (whose outcomes the
     /// coordinator folds after anything the continued worker could have sent) changes nothing
     /// in the first one's counts.
-    @Test(arguments: ["http2", "binary"])
-    func aRingWhoseWorkerIsFrozenPastItsLeaseIsFinishedByAnotherAndCountedOnce(_ protocol: String) async throws {
-        let ring = try await RingInFlight.start(protocol: `protocol`)
+    @Test(arguments: [("http2", GatewayManner.kind), ("http2", .unkind), ("binary", .kind)])
+    func aRingWhoseWorkerIsFrozenPastItsLeaseIsFinishedByAnotherAndCountedOnce(_ protocol: String, _ manner: GatewayManner) async throws {
+        let ring = try await RingInFlight.start(protocol: `protocol`, manner: manner)
         defer { Task { await ring.fixture.stop() } }
         let claimed = try await ring.claims()
         ring.worker.signal(SIGSTOP)
@@ -242,11 +242,12 @@ struct RingInFlight {
     let protocolName: String
     let id: UUID
 
-    /// Starts the fixture, the coordinator and the worker, and rings. The fixture is stopped
-    /// if any of it fails; otherwise stopping it is the caller's.
-    static func start(protocol: String) async throws -> RingInFlight {
+    /// Starts the fixture (its HTTP/2 gateway in `manner`), the coordinator and the worker, and
+    /// rings. The fixture is stopped if any of it fails; otherwise stopping it is the caller's.
+    static func start(protocol: String, manner: GatewayManner = .kind) async throws -> RingInFlight {
         let fixture = try await PipelineFixture.start(
-            count: 10, invalidEvery: nil, unregisteredEvery: nil, http2Faults: .init(answerDelay: .seconds(3)), errorDelay: .seconds(3)
+            count: 10, invalidEvery: nil, unregisteredEvery: nil, http2Faults: .init(answerDelay: .seconds(3)), errorDelay: .seconds(3),
+            manner: manner
         )
         do {
             return try await Self.ring(fixture, protocol: `protocol`)

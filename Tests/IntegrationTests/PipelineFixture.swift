@@ -33,17 +33,18 @@ struct PipelineFixture {
     /// requests in flight, and the debug simulator on a loaded 2-core machine answers some 500 a
     /// second: requests then wait close to the worker's 10-second request timeout, time out, and
     /// are sent again (counted, but no longer the run a test asserts "nothing re-sent" of).
+    /// `manner` is how its HTTP/2 gateway treats the workers.
     static func start(
         count: Int, invalidEvery: Int? = 100, unregisteredEvery: Int? = 100,
         faults: MockAPNSConfiguration.BinaryFaults = .init(), http2Faults: MockAPNSConfiguration.HTTP2Faults = .init(),
-        errorDelay: TimeAmount = .milliseconds(50), maxConcurrentStreams: Int = 100
+        errorDelay: TimeAmount = .milliseconds(50), maxConcurrentStreams: Int = 100, manner: GatewayManner = .kind
     ) async throws -> PipelineFixture {
         let seed = UInt64.random(in: 1...UInt64.max)
         let tokens = TestTokens.tokens(count, seed: seed)
         let invalid = invalidEvery.map { k in Set(stride(from: k / 2, to: count, by: k).map { tokens[$0] }) } ?? []
         let unregistered = unregisteredEvery.map { k in Set(stride(from: k / 4, to: count, by: k).map { tokens[$0] }) } ?? []
         let mock = try await BinaryFixture.start(invalidTokens: invalid, unregisteredTokens: unregistered, errorDelay: errorDelay, faults: faults, http2Faults: http2Faults,
-            maxConcurrentStreams: maxConcurrentStreams
+            maxConcurrentStreams: maxConcurrentStreams, manner: manner
         )
         let file = NSTemporaryDirectory() + "pushfleet-audience-\(seed).txt"
         try tokens.map(\.hexString).joined(separator: "\n").write(toFile: file, atomically: true, encoding: .utf8)

@@ -8,9 +8,10 @@ import Glibc
 
 /// The crash tests of `PipelineTests` over HTTP/2: 60,000 tokens (1% `BadDeviceToken`, 1% `410
 /// Unregistered`), three workers with provider-token auth, 100 streams per connection, and a
-/// worker or the coordinator killed, frozen or drained along the way; then one connection carrying
-/// 200,000 tokens with 20% rejections at APNs' 1,000 streams. In the pipeline suite, so their
-/// coordinator never leads while another pipeline test runs.
+/// worker or the coordinator killed, frozen or drained along the way (the kill, the freeze and
+/// the drain against the unkind gateway too, with a fifth of the audience stale); then one
+/// connection carrying 200,000 tokens with 20% rejections at APNs' 1,000 streams. In the pipeline
+/// suite, so their coordinator never leads while another pipeline test runs.
 extension PipelineTests {
     /// The audience of the three-worker tests: 60 shards of 1,000, each worker holding 8 of them
     /// at once. The kills, the freeze and the drain come at fractions of it, and what they test
@@ -23,8 +24,19 @@ extension PipelineTests {
     /// request then waits close to the 10-second request timeout, and timed-out connections re-send.
     static let crashStreams = 100
 
-    @Test func http2WorkerKilledTwiceLosesNothing() async throws {
-        let fixture = try await PipelineFixture.start(count: Self.crashCount, maxConcurrentStreams: Self.crashStreams)
+    /// The crash tests' simulator: against the unkind gateway, a tenth of the audience answered
+    /// `BadDeviceToken` and a tenth `Unregistered`, each with a body the workers must return
+    /// flow-control credit for in a window of 65,535 bytes.
+    static func crashFixture(_ manner: GatewayManner) async throws -> PipelineFixture {
+        let stale = manner == .unkind ? 10 : 100
+        return try await PipelineFixture.start(
+            count: Self.crashCount, invalidEvery: stale, unregisteredEvery: stale, maxConcurrentStreams: Self.crashStreams, manner: manner
+        )
+    }
+
+    @Test(arguments: [GatewayManner.kind, .unkind])
+    func http2WorkerKilledTwiceLosesNothing(_ manner: GatewayManner) async throws {
+        let fixture = try await Self.crashFixture(manner)
         defer { Task { await fixture.stop() } }
         let coordinator = try fixture.startCoordinator()
         var workers = try (0..<3).map { _ in try fixture.startHTTP2Worker(.providerToken) }
@@ -45,8 +57,9 @@ extension PipelineTests {
         await stopAll(workers + [coordinator])
     }
 
-    @Test func http2WorkerFrozenPastItsLeaseLosesNothing() async throws {
-        let fixture = try await PipelineFixture.start(count: Self.crashCount, maxConcurrentStreams: Self.crashStreams)
+    @Test(arguments: [GatewayManner.kind, .unkind])
+    func http2WorkerFrozenPastItsLeaseLosesNothing(_ manner: GatewayManner) async throws {
+        let fixture = try await Self.crashFixture(manner)
         defer { Task { await fixture.stop() } }
         let coordinator = try fixture.startCoordinator()
         let workers = try (0..<3).map { _ in try fixture.startHTTP2Worker(.providerToken) }
@@ -64,8 +77,9 @@ extension PipelineTests {
         await stopAll(workers + [coordinator])
     }
 
-    @Test func http2SigtermDrainsWithoutDuplicates() async throws {
-        let fixture = try await PipelineFixture.start(count: Self.crashCount, maxConcurrentStreams: Self.crashStreams)
+    @Test(arguments: [GatewayManner.kind, .unkind])
+    func http2SigtermDrainsWithoutDuplicates(_ manner: GatewayManner) async throws {
+        let fixture = try await Self.crashFixture(manner)
         defer { Task { await fixture.stop() } }
         let coordinator = try fixture.startCoordinator()
         let workers = try (0..<3).map { _ in try fixture.startHTTP2Worker(.providerToken) }
