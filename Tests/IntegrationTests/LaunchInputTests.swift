@@ -4,14 +4,22 @@ import PushFleetTestSupport
 import Testing
 
 /// Bad input gets a clear message, a non-zero exit, and creates nothing.
-@Suite struct LaunchInputTests {
+@Suite final class LaunchInputTests {
     let redis = (try? IntegrationEnvironment.redisURL()) ?? "redis://127.0.0.1:6379"
     let postgres = (try? IntegrationEnvironment.postgresURL()) ?? "postgres://postgres@127.0.0.1:5432/pushfleet"
     let payload = #"{"aps":{"alert":"hi"}}"#
+    /// The files this test wrote: each test has an instance of its own, which removes them when
+    /// the test ends.
+    private var files: [String] = []
+
+    deinit {
+        for file in self.files { try? FileManager.default.removeItem(atPath: file) }
+    }
 
     private func writeFile(_ lines: [String]) throws -> String {
         let path = NSTemporaryDirectory() + "pushfleet-input-\(UUID().uuidString).txt"
         try lines.joined(separator: "\n").write(toFile: path, atomically: true, encoding: .utf8)
+        self.files.append(path)
         return path
     }
 

@@ -1,4 +1,5 @@
 import Foundation
+import PushFleetCore
 import PushFleetPostgres
 import PushFleetTestSupport
 import Testing

@@ -54,7 +54,8 @@ extension PipelineTests {
 
         func status() async throws -> [String: Any] {
             let result = try await PushFleetProcess.run(["status", id.uuidString, "--json"] + fixture.stateArguments)
-            return try #require(JSONSerialization.jsonObject(with: Data(result.output.utf8)) as? [String: Any], "\(result.error)")
+            let object = try JSONSerialization.jsonObject(with: Data(result.output.utf8)) as? [String: Any]
+            return try #require(object, "\(result.error)")
         }
         func parts(_ status: [String: Any]) -> [String: [String: Any]] {
             Dictionary(uniqueKeysWithValues: (status["variants"] as? [[String: Any]] ?? []).map { ($0["variant"] as? String ?? "?", $0) })

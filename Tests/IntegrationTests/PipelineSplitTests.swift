@@ -26,7 +26,8 @@ extension PipelineTests {
 
         func status() async throws -> [String: Any] {
             let result = try await PushFleetProcess.run(["status", id.uuidString, "--json"] + fixture.stateArguments)
-            return try #require(try JSONSerialization.jsonObject(with: Data(result.output.utf8)) as? [String: Any], "\(result.error)")
+            let object = try JSONSerialization.jsonObject(with: Data(result.output.utf8)) as? [String: Any]
+            return try #require(object, "\(result.error)")
         }
         // The split test answers to its id: paused and resumed as one.
         for command in ["pause", "resume"] {

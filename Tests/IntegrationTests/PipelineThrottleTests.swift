@@ -1,5 +1,6 @@
 import APNSMockServer
 import Foundation
+import PushFleetCore
 import PushFleetTestSupport
 import Testing
 #if canImport(Glibc)

@@ -49,7 +49,7 @@ import Testing
             let backend = try await Self.backend(running: marker, store: store)
             sleeping.cancel()
             await #expect(throws: CancellationError.self) { try await sleeping.value }
-            try await store.withConnection("stop the sleeping query") { connection in
+            _ = try await store.withConnection("stop the sleeping query") { connection in
                 try await connection.query("SELECT pg_terminate_backend(\(backend))", logger: logger)
             }
         }
