@@ -87,7 +87,10 @@ others_ticks() { echo "$(cpu_ticks "$simulator_pid") $(cpu_ticks "$coordinator_p
 peak_rss_kb() { awk '/VmHWM/ {print $2}' "/proc/$1/status"; }
 redis_memory() { redis-cli -p "$redis_port" info memory | awk -F: '/^used_memory:/ {print $2}' | tr -d '\r'; }
 
-echo "machine: $(nproc) cores, $(free -g | awk '/Mem:/ {print $2}') GiB, $(uname -m), $(date -u +%Y-%m-%dT%H:%MZ)"
+# Session groups decide whether the workers' niced campaign threads give way to Postgres, Redis
+# and the API (docs/operations.md, "Sharing cores"): a doorbell figure means little without it.
+autogroup="$(cat /proc/sys/kernel/sched_autogroup_enabled 2>/dev/null || echo unknown)"
+echo "machine: $(nproc) cores, $(free -g | awk '/Mem:/ {print $2}') GiB, $(uname -m), kernel.sched_autogroup_enabled $autogroup, $(date -u +%Y-%m-%dT%H:%MZ)"
 
 if ((doorbell)); then
     half="$(awk -v p="$stale_percent" 'BEGIN { print p / 2 }')"

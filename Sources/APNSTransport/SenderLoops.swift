@@ -1,7 +1,7 @@
 public import Logging
 public import APNSWire
 import Glibc
-public import NIOCore
+import NIOCore
 import NIOPosix
 
 /// The threads senders run on: a group of event loops, named so that the services above the
@@ -48,6 +48,48 @@ public struct SenderLoops: Sendable {
     /// inherit their creator's, and the runtime's own threads may differ).
     public static func processNiceValue() -> Int32 {
         getpriority(__priority_which_t(PRIO_PROCESS.rawValue), id_t(getpid()))
+    }
+
+    /// Why ``campaign``'s lower priority may not reach the other services on this host, or nil.
+    ///
+    /// Linux's automatic session groups (`kernel.sched_autogroup_enabled`, on by default on many
+    /// distributions) share CPU time between sessions first, and by nice value only within one.
+    /// The campaign threads then still give way to their own process's lane, but not to a
+    /// Postgres, Redis or `pushfleet api` started in another session on the same cores: a ring's
+    /// steps there wait behind the campaign's slices. Processes in a CPU cgroup of their own (a
+    /// systemd service with a CPU weight, a container) are not grouped by session.
+    ///
+    /// - Parameters:
+    ///   - autogroup: The contents of `/proc/sys/kernel/sched_autogroup_enabled`, nil if unreadable.
+    ///   - cgroups: The contents of `/proc/self/cgroup`, nil if unreadable.
+    public static func priorityCaveat(autogroup: String?, cgroups: String?) -> String? {
+        guard autogroup?.split(whereSeparator: \.isWhitespace) == ["1"] else { return nil }
+        // `ID:controllers:path` per line: cgroup v1's `cpu` controller if mounted, else v2's line.
+        let lines = (cgroups ?? "").split(separator: "\n").map { $0.split(separator: ":", maxSplits: 2, omittingEmptySubsequences: false) }
+        let cpu = lines.first { $0.count == 3 && $0[1].split(separator: ",").contains("cpu") }
+            ?? lines.first { $0.count == 3 && $0[0] == "0" && $0[1].isEmpty }
+        guard let cpu, cpu[2] == "/" else { return nil }
+        return "kernel.sched_autogroup_enabled is 1 and this process is in the root CPU cgroup: the campaign connections' "
+            + "lower priority holds only against this session's threads, not against Postgres, Redis or the API started "
+            + "elsewhere on the same cores (see docs/operations.md, \"Sharing cores\")"
+    }
+
+    /// ``priorityCaveat(autogroup:cgroups:)`` for this process.
+    public static func priorityCaveat() -> String? {
+        /// A small file of /proc, whole; nil if it cannot be opened.
+        func read(_ path: String) -> String? {
+            guard let file = fopen(path, "r") else { return nil }
+            defer { fclose(file) }
+            var bytes: [UInt8] = []
+            var buffer = [UInt8](repeating: 0, count: 4096)
+            while true {
+                let count = fread(&buffer, 1, buffer.count, file)
+                guard count > 0 else { break }
+                bytes += buffer[..<count]
+            }
+            return String(decoding: bytes, as: UTF8.self)
+        }
+        return self.priorityCaveat(autogroup: read("/proc/sys/kernel/sched_autogroup_enabled"), cgroups: read("/proc/self/cgroup"))
     }
 
     /// The loop for the next sender.

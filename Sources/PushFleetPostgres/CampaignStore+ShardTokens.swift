@@ -16,7 +16,7 @@ extension CampaignStore {
         guard !shards.isEmpty else { return }
         let ids = shards.map(\.shard)
         let packed = PackedShards(shards.map(\.tokens))
-        try await self.withConnection("store the tokens of \(shards.count) shards of campaign \(campaign)") { connection in
+        _ = try await self.withConnection("store the tokens of \(shards.count) shards of campaign \(campaign)") { connection in
             if let values {
                 try await connection.query(
                     """
@@ -42,7 +42,7 @@ extension CampaignStore {
 
     /// Records that the campaign's shards are those `launch` stored (the launch that published it).
     public func recordLaunch(_ id: UUID, launch: String) async throws {
-        try await self.withConnection("record the launch of campaign \(id)") { connection in
+        _ = try await self.withConnection("record the launch of campaign \(id)") { connection in
             try await connection.query(
                 "UPDATE campaigns SET launch = \(launch) WHERE campaign_id = \(id) AND launch IS DISTINCT FROM \(launch)",
                 logger: self.logger
@@ -106,7 +106,7 @@ extension CampaignStore {
 
     /// Deletes the tokens `launch` stored for the campaign (a launch that failed or lost the race).
     public func discardShardTokens(campaign: UUID, launch: String) async throws {
-        try await self.withConnection("discard the tokens launch \(launch) stored for campaign \(campaign)") { connection in
+        _ = try await self.withConnection("discard the tokens launch \(launch) stored for campaign \(campaign)") { connection in
             try await connection.query(
                 "DELETE FROM campaign_shard_tokens WHERE campaign_id = \(campaign) AND launch = \(launch)", logger: self.logger
             )
@@ -117,7 +117,7 @@ extension CampaignStore {
     /// launch), with its shards and stored tokens: what a launch whose Redis staging failed after
     /// its row was written leaves behind.
     public func discardUnpublishedCampaign(_ id: UUID, launch: String) async throws {
-        try await self.withConnection("discard the unpublished campaign \(id)") { connection in
+        _ = try await self.withConnection("discard the unpublished campaign \(id)") { connection in
             try await connection.query(
                 "DELETE FROM campaigns WHERE campaign_id = \(id) AND state = 'pending' AND launch = \(launch)", logger: self.logger
             )

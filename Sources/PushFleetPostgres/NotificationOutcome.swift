@@ -1,4 +1,4 @@
-public import Foundation
+import Foundation
 public import PushFleetCore
 
 /// What became of a notification at one device, as Postgres holds it (about one coordinator

@@ -1,5 +1,5 @@
 public import Foundation
-public import PushFleetCore
+import PushFleetCore
 
 // MARK: - Worker: claim, read, checkpoint, complete, release
 

@@ -284,7 +284,7 @@ extension RedisConnection {
         if !evenIfRecent, let lastRefresh = self.lastRefresh, now < lastRefresh + Self.refreshInterval { return }
         self.lastRefresh = now
         let masters = self.map.masters.map { self.node(at: $0) }
-        for node in masters.filter(\.isConnected) + masters.filter { !$0.isConnected } + [self.seed] {
+        for node in masters.filter(\.isConnected) + masters.filter({ !$0.isConnected }) + [self.seed] {
             guard let reply = try? node.command([Array("CLUSTER".utf8), Array("SLOTS".utf8)]),
                 let map = RedisClusterMap(slotsReply: reply, askedHost: node.configuration.host), map.assignedSlots > 0
             else { continue }

@@ -1,6 +1,6 @@
 public import Foundation
-public import PushFleetCore
-public import PushFleetPostgres
+import PushFleetCore
+import PushFleetPostgres
 
 /// Launches a campaign in parts (``LaunchPlan``): one campaign per part, each an ordinary campaign
 /// (its own queue, counts, guarantees and `status`), under the launch's id, which `status`,

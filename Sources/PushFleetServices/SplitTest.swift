@@ -1,6 +1,6 @@
 public import Foundation
 public import PushFleetCore
-public import PushFleetPostgres
+import PushFleetPostgres
 
 /// A split test (`launch --variant A=@a.json:50 --variant B=@b.json:50`): one campaign per variant,
 /// each with the share of the audience ``VariantSplit`` gives it and its own payload, under the

@@ -1,4 +1,4 @@
-public import Crypto
+import Crypto
 public import NIOCore
 public import PushFleetCore
 import Foundation

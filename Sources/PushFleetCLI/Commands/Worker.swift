@@ -93,6 +93,7 @@ struct Worker: AsyncParsableCommand {
                 let service = WorkerService(configuration: serviceConfiguration, queue: queue, transport: transport, logger: logger)
                 worker.set(service)
                 logger.info("worker serving", metadata: described)
+                if let caveat = SenderLoops.priorityCaveat() { logger.notice("\(caveat)") }
                 totals.set(await service.run(until: drain))
             }
         }

@@ -1,5 +1,5 @@
 public import APNSTransport
-public import APNSWire
+import APNSWire
 public import Logging
 public import PushFleetCore
 import Synchronization
