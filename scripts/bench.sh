@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # scripts/bench.sh [--tokens N] [--workers W] [--connections C] [--protocol binary|http2] [--error-delay-ms D]
 #                  [--stale-percent P] [--doorbell] [--unkind-gateway] [--rate R] [--personalized]
+#                  [--autogroup 0|1]
 #
 # The whole system on this machine, everything local: Redis, Postgres, the simulator, a
 # coordinator and W workers as separate processes; one campaign of N tokens (default
@@ -31,6 +32,9 @@
 # kindly as it can: 250 streams per connection, HTTP/2's 65,535-byte window for request bodies
 # refunded with a WINDOW_UPDATE per request, every answer frame in a TLS record of its own; and 20%
 # of the tokens stale (a rejection body each) unless --stale-percent says otherwise.
+# --autogroup 0|1 sets kernel.sched_autogroup_enabled for the run and puts it back afterwards (as
+# root): whether Linux groups processes by session, which decides whether the workers' niced
+# campaign threads give way to Postgres, Redis and the API (docs/operations.md, "Sharing cores").
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
 # shellcheck source=lib/services.sh
@@ -48,6 +52,7 @@ doorbell=0
 unkind=0
 rate=
 personalized=0
+autogroup_wanted=
 while (($#)); do
     case "$1" in
         --tokens) tokens="$2"; shift 2 ;;
@@ -60,6 +65,7 @@ while (($#)); do
         --unkind-gateway) unkind=1; shift ;;
         --rate) rate="$2"; shift 2 ;;
         --personalized) personalized=1; shift ;;
+        --autogroup) autogroup_wanted="$2"; shift 2 ;;
         *) echo "unknown option $1" >&2; exit 2 ;;
     esac
 done
@@ -76,7 +82,25 @@ gateway_note=""
 [[ "$stale_percent" =~ ^[0-9]+(\.[0-9]+)?$ ]] && awk -v p="$stale_percent" 'BEGIN { exit !(p <= 100) }' ||
     { echo "--stale-percent is a percentage from 0 to 100" >&2; exit 2; }
 
+[[ -z "$autogroup_wanted" || "$autogroup_wanted" == 0 || "$autogroup_wanted" == 1 ]] || { echo "--autogroup is 0 or 1" >&2; exit 2; }
+autogroup_file=/proc/sys/kernel/sched_autogroup_enabled
+if [[ -n "$autogroup_wanted" ]]; then
+    [[ -w "$autogroup_file" ]] || { echo "--autogroup needs a writable $autogroup_file (root, a kernel with session groups)" >&2; exit 2; }
+fi
+
+# Set before any process starts: Linux places a process in a group when it is forked or calls
+# setsid, and leaves it there when the setting changes.
+if [[ -n "$autogroup_wanted" ]]; then
+    autogroup_before="$(cat "$autogroup_file")"
+    # shellcheck disable=SC2064 # the value to restore is the one read now
+    trap "echo '$autogroup_before' >'$autogroup_file'" EXIT
+    echo "$autogroup_wanted" >"$autogroup_file"
+fi
 pf_harness_start bench
+if [[ -n "$autogroup_wanted" ]]; then
+    # shellcheck disable=SC2064
+    trap "echo '$autogroup_before' >'$autogroup_file'; pf_harness_stop" EXIT
+fi
 tls=(--ca "$tmp/certs/ca.pem" --cert "$tmp/certs/client.pem" --key "$tmp/certs/client-key.pem")
 redis_port="${PUSHFLEET_REDIS_URL##*:}"
 topic="com.example.bench"
