@@ -84,13 +84,10 @@ gateway_note=""
 
 [[ -z "$autogroup_wanted" || "$autogroup_wanted" == 0 || "$autogroup_wanted" == 1 ]] || { echo "--autogroup is 0 or 1" >&2; exit 2; }
 autogroup_file=/proc/sys/kernel/sched_autogroup_enabled
-if [[ -n "$autogroup_wanted" ]]; then
-    [[ -w "$autogroup_file" ]] || { echo "--autogroup needs a writable $autogroup_file (root, a kernel with session groups)" >&2; exit 2; }
-fi
-
 # Set before any process starts: Linux places a process in a group when it is forked or calls
 # setsid, and leaves it there when the setting changes.
 if [[ -n "$autogroup_wanted" ]]; then
+    [[ -w "$autogroup_file" ]] || { echo "--autogroup needs a writable $autogroup_file (root, a kernel with session groups)" >&2; exit 2; }
     autogroup_before="$(cat "$autogroup_file")"
     # shellcheck disable=SC2064 # the value to restore is the one read now
     trap "echo '$autogroup_before' >'$autogroup_file'" EXIT
