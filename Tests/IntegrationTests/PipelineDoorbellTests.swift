@@ -272,10 +272,28 @@ struct RingInFlight {
         let notified = try await sent
         try #require(notified.status == 0, "\(notified.error)")
         // Seen at its claim, the ring may not be written yet: the binary lane connects on its
-        // first notification (a TLS handshake, slow on a loaded machine). 1.5 s leaves it that
-        // and stays inside the 3 s the gateway holds its answer.
-        try await Task.sleep(for: .milliseconds(1_500))
+        // first notification (a TLS handshake, slow on a loaded machine; CI saw a fixed wait
+        // fall short). The gateway's ledger holds the six once it has read them, 3 s before
+        // it answers.
+        try await Self.waitUntilWritten(household.phones, to: fixture, by: worker)
         return RingInFlight(fixture: fixture, household: household, coordinator: coordinator, worker: worker, protocolName: `protocol`, id: id)
+    }
+
+    /// Waits until the gateway has read every one of `phones`' notifications. Fails when `worker`
+    /// ends first, and after a minute.
+    private static func waitUntilWritten(_ phones: [DeviceToken], to fixture: PipelineFixture, by worker: PushFleetProcess) async throws {
+        let start = ContinuousClock.now
+        while true {
+            let deliveries = phones.map { fixture.mock.ledger.deliveries(of: $0) }
+            if deliveries.allSatisfy({ $0 > 0 }) { return }
+            guard worker.isRunning else {
+                throw WaitFailure("the worker ended with status \(await worker.wait()) before it wrote the ring (deliveries \(deliveries)): \(worker.standardError.suffix(4_000))")
+            }
+            guard ContinuousClock.now - start < .seconds(60) else {
+                throw WaitFailure("the gateway had not read the ring within a minute (deliveries \(deliveries)); the worker logged: \(worker.standardError.suffix(4_000))")
+            }
+            try await Task.sleep(for: .milliseconds(10))
+        }
     }
 
     /// How many claims the ring's shards have had: Redis' fencing counter, which every claim
