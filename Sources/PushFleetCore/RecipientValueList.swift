@@ -46,6 +46,13 @@ public struct RecipientValueList: Sendable, Hashable {
         self.count += 1
     }
 
+    /// Appends `count` recipients of `other` at once: those whose packing lies in `range` of its
+    /// ``bytes`` (from the start of one recipient to the start of another, or the end).
+    public mutating func append(_ count: Int, from other: RecipientValueList, bytes range: Range<Int>) {
+        self.bytes.append(contentsOf: other.bytes[range])
+        self.count += count
+    }
+
     /// Appends a recipient's values as `template` packs them from `value(i)`, its value of field
     /// `i`; returns the size of the payload they render to.
     public mutating func append(_ template: PayloadTemplate, _ value: (Int) throws -> String?) rethrows -> Int {

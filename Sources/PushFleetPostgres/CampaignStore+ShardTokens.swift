@@ -170,10 +170,16 @@ struct PackedShards: PostgresNonThrowingEncodable, PostgresDynamicTypeEncodable 
     func encode<JSONEncoder: PostgresJSONEncoder>(into buffer: inout ByteBuffer, context: PostgresEncodingContext<JSONEncoder>) {
         buffer.writeByteaArrayHeader(count: self.shards.count)
         for tokens in self.shards {
-            buffer.writeInteger(Int32(tokens.reduce(0) { $0 + 1 + $1.count }))
-            for token in tokens {
-                buffer.writeInteger(UInt8(token.count))
-                token.withUnsafeBytes { _ = buffer.writeBytes($0) }
+            let byteCount = tokens.reduce(0) { $0 + 1 + $1.count }
+            buffer.writeInteger(Int32(byteCount))
+            guard byteCount > 0 else { continue }
+            buffer.writeWithUnsafeMutableBytes(minimumWritableBytes: byteCount) { out in
+                var at = out.baseAddress!
+                for token in tokens {
+                    at.storeBytes(of: UInt8(token.count), as: UInt8.self)
+                    at += 1 + token.copyBytes(to: at + 1)
+                }
+                return byteCount
             }
         }
     }

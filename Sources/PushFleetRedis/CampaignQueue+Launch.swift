@@ -30,31 +30,39 @@ extension CampaignQueue {
         }
     }
 
-    /// The commands of ``stageShards(campaign:launch:shards:values:)``.
+    /// The commands of ``stageShards(campaign:launch:shards:values:)``, written as they go to
+    /// Redis: no array per token.
     private static func stagingCommands(
         campaign: UUID, launch: String?, shards: [(shard: Int, tokens: [DeviceToken])], values: [RecipientValueList]?
-    ) -> [[[UInt8]]] {
+    ) -> RedisCommands {
         precondition(values.map { $0.count == shards.count && zip($0, shards).allSatisfy { $0.count == $1.tokens.count } } ?? true)
         let keys = CampaignKeys(campaign)
-        var commands: [[[UInt8]]] = []
+        var commands = RedisCommands()
+        // Each entry is its length and `\r\n` twice (under 16 bytes), the token and its values.
+        let tokens = shards.reduce(0) { $0 + $1.tokens.count }
+        commands.reserveCapacity(tokens * 48 + (values?.reduce(0) { $0 + $1.bytes.count } ?? 0) + shards.count * 160)
         for (offset, (shard, tokens)) in shards.enumerated() {
             let key = launch.map { keys.staged(shard, launch: $0) } ?? keys.shard(shard)
             commands.append([Array("DEL".utf8), key])
             var valuesAt = 0
             for start in stride(from: 0, to: tokens.count, by: Self.batchSize) {
-                var command: [[UInt8]] = [Array("RPUSH".utf8), key]
                 let end = min(start + Self.batchSize, tokens.count)
-                command.reserveCapacity(2 + end - start)
+                commands.begin(argumentCount: 2 + end - start)
+                commands.appendArgument(Array("RPUSH".utf8))
+                commands.appendArgument(key)
                 if let values = values?[offset] {
-                    for index in start..<end {
-                        let (mine, next) = values.values(at: valuesAt)
-                        valuesAt = next
-                        command.append(ShardEntry.encode(tokens[index], values: values.bytes[mine]))
+                    values.bytes.withUnsafeBytes { packed in
+                        for token in tokens[start..<end] {
+                            let (mine, next) = values.values(at: valuesAt)
+                            valuesAt = next
+                            commands.appendArgument(byteCount: ShardEntry.byteCount(token, valueCount: mine.count)) {
+                                ShardEntry.append(token, values: UnsafeRawBufferPointer(rebasing: packed[mine]), to: &$0)
+                            }
+                        }
                     }
                 } else {
-                    for token in tokens[start..<end] { command.append(token.bytes) }
+                    for token in tokens[start..<end] { commands.appendArgument(byteCount: token.count) { token.appendBytes(to: &$0) } }
                 }
-                commands.append(command)
             }
             if launch != nil { commands.append(RedisCommand.arguments("EXPIRE", key, Self.stagedLifetimeSeconds)) }
         }
@@ -118,9 +126,9 @@ extension CampaignQueue {
                 return try Self.published(descriptor, launch: launch, reply: reply, on: connection)
             } catch {
                 // A list missing: the staging write Redis refused says why.
-                for (command, reply) in zip(commands, replies).dropLast() {
+                for (index, reply) in replies.enumerated().dropLast() {
                     if case .error(let message) = reply {
-                        throw RedisError.errorReply(connection.lastServer, command: String(decoding: command[0], as: UTF8.self), message)
+                        throw RedisError.errorReply(connection.lastServer, command: commands.name(of: index), message)
                     }
                 }
                 throw error

@@ -17,6 +17,15 @@ extension RedisConnection {
         return replies
     }
 
+    /// ``checkedPipeline(_:)-([[[UInt8]]])`` of commands written already.
+    func checkedPipeline(_ commands: RedisCommands) throws(RedisError) -> [RedisReply] {
+        let replies = try self.pipeline(commands)
+        for (index, reply) in replies.enumerated() {
+            if case .error(let message) = reply { throw .errorReply(self.lastServer, command: commands.name(of: index), message) }
+        }
+        return replies
+    }
+
     /// Runs a script; an error reply throws ``RedisError/Code/errorReply`` naming the script.
     func checkedEvaluate(
         _ name: String, _ script: RedisScript, keys: [[UInt8]], arguments: [[UInt8]]

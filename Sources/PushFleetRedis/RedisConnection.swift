@@ -101,6 +101,19 @@ public final class RedisConnection {
         try self.command(parts.map(\.redisArgument))
     }
 
+    /// ``pipeline(_:)-([[[UInt8]]])`` of commands written already (``RedisCommands``): to a
+    /// standalone server as they are; to a cluster read back and routed one by one.
+    public func pipeline(_ commands: RedisCommands) throws(RedisError) -> [RedisReply] {
+        guard !commands.isEmpty else { return [] }
+        guard try self.prepare() == .standalone else { return try self.pipeline(commands.arguments) }
+        let replies = try self.seed.pipeline(commands)
+        guard replies.contains(where: { RedisRedirect($0, askedHost: self.seed.configuration.host) != nil }) else {
+            return replies
+        }
+        self.becomeCluster(because: "it answered with a redirect")
+        return try self.redirected(commands.arguments, replies: replies, askedNodes: Array(repeating: self.seed, count: commands.count))
+    }
+
     /// Sends many commands in one write per node and reads all their replies, in order.
     ///
     /// Replies wait in the server's memory until read, so keep pipelines to thousands of commands.

@@ -4,9 +4,9 @@ import Logging
 /// One blocking hiredis connection to one Redis server (a standalone Redis or one cluster node),
 /// for use from a single thread. ``RedisConnection`` routes commands to its nodes.
 ///
-/// Commands go through hiredis' binary-safe Argv API only. Any I/O error, timeout or protocol error
-/// leaves replies possibly in flight, so the context is freed at once and a new one is opened by
-/// the next call; the failed call throws and is never retried here (a command may have run).
+/// Commands are written in Redis' protocol by ``RedisCommands``, binary-safe; hiredis sends them
+/// and parses the replies. Any I/O error, timeout or protocol error leaves replies possibly in
+/// flight, so the context is freed at once and a new one is opened by the next call; the failed call throws and is never retried here (a command may have run).
 /// An error *reply* is returned as ``RedisReply/error(_:)`` and leaves the connection usable.
 ///
 /// Not `Sendable`: a `redisContext` is not thread-safe.
@@ -47,8 +47,11 @@ final class RedisNode {
     func command(_ arguments: [[UInt8]]) throws(RedisError) -> RedisReply {
         precondition(!arguments.isEmpty, "a Redis command needs at least its name")
         let context = try self.connectedContext()
-        let raw = Self.withArgv(arguments) { argc, argv, lengths in redisCommandArgv(context, argc, argv, lengths) }
-        guard let raw else { throw self.fail(context) }
+        var request = RedisCommands()
+        request.append(arguments)
+        guard Self.append(request, to: context) == REDIS_OK else { throw self.fail(context) }
+        var raw: UnsafeMutableRawPointer? = nil
+        guard redisGetReply(context, &raw) == REDIS_OK, let raw else { throw self.fail(context) }
         defer { freeReplyObject(raw) }
         return RedisReply(copying: raw.assumingMemoryBound(to: redisReply.self))
     }
@@ -60,18 +63,17 @@ final class RedisNode {
     /// - Returns: One reply per command, in the order sent; error replies are `.error` values.
     /// - Throws: ``RedisError`` when the connection fails; no reply of the pipeline is returned then.
     func pipeline(_ commands: [[[UInt8]]]) throws(RedisError) -> [RedisReply] {
+        try self.pipeline(RedisCommands(commands))
+    }
+
+    /// ``pipeline(_:)`` of commands written already.
+    func pipeline(_ commands: RedisCommands) throws(RedisError) -> [RedisReply] {
         guard !commands.isEmpty else { return [] }
         let context = try self.connectedContext()
-        for arguments in commands {
-            precondition(!arguments.isEmpty, "a Redis command needs at least its name")
-            let status = Self.withArgv(arguments) { argc, argv, lengths in
-                redisAppendCommandArgv(context, argc, argv, lengths)
-            }
-            guard status == REDIS_OK else { throw self.fail(context) }
-        }
+        guard Self.append(commands, to: context) == REDIS_OK else { throw self.fail(context) }
         var replies: [RedisReply] = []
         replies.reserveCapacity(commands.count)
-        for _ in commands {
+        for _ in 0..<commands.count {
             var raw: UnsafeMutableRawPointer? = nil
             guard redisGetReply(context, &raw) == REDIS_OK, let raw else { throw self.fail(context) }
             replies.append(RedisReply(copying: raw.assumingMemoryBound(to: redisReply.self)))
@@ -80,36 +82,12 @@ final class RedisNode {
         return replies
     }
 
-    /// Calls `body` with hiredis' `argc`, `argv` and `argvlen` for `arguments`, all pointing into one
-    /// contiguous copy of the bytes, valid only during the call.
-    private static func withArgv<Result>(
-        _ arguments: [[UInt8]],
-        _ body: (Int32, UnsafeMutablePointer<UnsafePointer<CChar>?>, UnsafePointer<Int>) -> Result
-    ) -> Result {
-        var lengths: [Int] = []
-        lengths.reserveCapacity(arguments.count)
-        var storage: [UInt8] = []
-        storage.reserveCapacity(arguments.reduce(1) { $0 + $1.count })
-        for argument in arguments {
-            storage.append(contentsOf: argument)
-            lengths.append(argument.count)
-        }
-        storage.append(0)  // keeps the base address non-nil when every argument is empty
-        return storage.withUnsafeBytes { bytes in
+    /// Queues `commands` in hiredis' output buffer: one copy, where hiredis' own formatting would
+    /// copy and format every argument.
+    private static func append(_ commands: RedisCommands, to context: UnsafeMutablePointer<redisContext>) -> Int32 {
+        commands.bytes.withUnsafeBytes { bytes in
             // UInt8 and CChar may alias: they are the signed and unsigned variants of one type.
-            let base = bytes.baseAddress!.assumingMemoryBound(to: CChar.self)
-            var pointers: [UnsafePointer<CChar>?] = []
-            pointers.reserveCapacity(lengths.count)
-            var offset = 0
-            for length in lengths {
-                pointers.append(base + offset)
-                offset += length
-            }
-            return pointers.withUnsafeMutableBufferPointer { argv in
-                lengths.withUnsafeBufferPointer { argvlen in
-                    body(Int32(arguments.count), argv.baseAddress!, argvlen.baseAddress!)
-                }
-            }
+            redisAppendFormattedCommand(context, bytes.baseAddress?.assumingMemoryBound(to: CChar.self), bytes.count)
         }
     }
 }

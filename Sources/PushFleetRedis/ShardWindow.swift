@@ -21,13 +21,14 @@ public struct ShardWindow: Sendable, Hashable {
 /// A personalized campaign's shard list entry: the token's length (one byte, 1…255), the token,
 /// then the recipient's packed values. Any other campaign's entry is the token's bytes alone.
 public enum ShardEntry {
-    public static func encode(_ token: DeviceToken, values: some Collection<UInt8>) -> [UInt8] {
-        var entry: [UInt8] = []
-        entry.reserveCapacity(1 + token.count + values.count)
-        entry.append(UInt8(token.count))
-        token.withUnsafeBytes { entry.append(contentsOf: $0) }
-        entry.append(contentsOf: values)
-        return entry
+    /// The size of `token`'s entry with `valueCount` bytes of values.
+    static func byteCount(_ token: DeviceToken, valueCount: Int) -> Int { 1 + token.count + valueCount }
+
+    /// Appends `token`'s entry, with its packed `values`, to `bytes`.
+    static func append(_ token: DeviceToken, values: UnsafeRawBufferPointer, to bytes: inout [UInt8]) {
+        bytes.append(UInt8(token.count))
+        token.appendBytes(to: &bytes)
+        bytes.append(contentsOf: values)
     }
 
     /// The token and values of `entry`, or nil when it is not such an entry.

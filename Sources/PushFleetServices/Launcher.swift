@@ -141,21 +141,31 @@ public struct Launcher: Sendable {
                 if batch.isEmpty { break }
                 let values = personalized ? tokens.batchValues : nil
                 precondition(!personalized || values?.count == batch.count, "a personalized launch's source gives values for every token")
-                var valuesAt = 0
+                // Values are copied to `currentValues` a run of recipients at a time: `runCount`
+                // taken in a row, whose values start at `run`; `next` is where the next
+                // recipient's values start. A duplicate or the shard's end ends a run.
+                var (next, run, runCount) = (0, 0, 0)
+                func copyRun(to end: Int) {
+                    if let values, runCount > 0 { currentValues.append(runCount, from: values, bytes: run..<end) }
+                    runCount = 0
+                }
                 for token in batch {
-                    // This recipient's values, and where the next one's start.
-                    var mine: Range<Int>? = nil
-                    if let values { (mine, valuesAt) = values.values(at: valuesAt) }
+                    let start = next
+                    if let values { next = values.values(at: start).next }
                     if let required = request.requiredTokenSize, token.count != required {
                         throw LaunchError.wrongTokenSize(token.count, required: required)
                     }
                     guard seen.insert(token) else {
                         duplicates += 1
+                        copyRun(to: start)
+                        run = next
                         continue
                     }
                     current.append(token)
-                    if let values, let mine { currentValues.append(values.bytes[mine]) }
+                    runCount += 1
                     if current.count == request.shardSize {
+                        copyRun(to: next)
+                        run = next
                         staged.append((shardCounts.count, current))
                         if personalized { stagedValues.append(currentValues) }
                         shardCounts.append(current.count)
@@ -168,6 +178,7 @@ public struct Launcher: Sendable {
                         }
                     }
                 }
+                copyRun(to: next)
             }
             if !current.isEmpty {
                 staged.append((shardCounts.count, current))

@@ -82,7 +82,7 @@ private func hex(_ bytes: [UInt8]) -> String {
     @Test func eachByteIsADigitOrRefused() {
         let digits = Array("0123456789abcdefABCDEF".utf8)
         for byte in UInt8.min...UInt8.max where ![0x20, 0x09, UInt8(ascii: "<"), UInt8(ascii: ">")].contains(byte) {
-            for place in [0, 1, 37, 63] {
+            for place in 0..<64 {
                 var text = Array(repeating: UInt8(ascii: "a"), count: 64)
                 text[place] = byte
                 let parsed = try? DeviceToken(hexUTF8: text)
@@ -95,6 +95,35 @@ private func hex(_ bytes: [UInt8]) -> String {
                 }
             }
         }
+    }
+
+    /// Random tokens of every length up to 32 bytes, in lower and upper case, read back as written.
+    @Test func randomTokensReadBackInEitherCase() throws {
+        var generator = SystemRandomNumberGenerator()
+        for count in 1...32 {
+            for _ in 0..<64 {
+                let bytes = (0..<count).map { _ in UInt8.random(in: .min ... .max, using: &generator) }
+                let hex = bytes.map { String($0, radix: 16).count == 1 ? "0" + String($0, radix: 16) : String($0, radix: 16) }.joined()
+                #expect(try DeviceToken(hex: hex).bytes == bytes, "\(hex)")
+                #expect(try DeviceToken(hex: hex.uppercased()).bytes == bytes, "\(hex)")
+                #expect(try DeviceToken(hex: hex).hexString == hex)
+            }
+        }
+    }
+
+    /// A token's bytes copied or appended are its bytes, at every length: inline ones (up to 32,
+    /// 32 written word by word) and longer ones.
+    @Test(arguments: [1, 2, 8, 31, 32, 33, 100, 255])
+    func copiedAndAppendedBytesAreTheTokens(count: Int) throws {
+        let bytes = (0..<count).map { UInt8(truncatingIfNeeded: $0 &* 37 &+ 11) }
+        let token = try DeviceToken(bytes: bytes)
+        var copied = [UInt8](repeating: 0xEE, count: count + 4)
+        let written = copied.withUnsafeMutableBytes { token.copyBytes(to: $0.baseAddress! + 2) }
+        #expect(written == count)
+        #expect(copied == [0xEE, 0xEE] + bytes + [0xEE, 0xEE], "nothing before or after is touched")
+        var appended: [UInt8] = [7]
+        token.appendBytes(to: &appended)
+        #expect(appended == [7] + bytes)
     }
 
     @Test func parsesSubstrings() throws {
