@@ -83,7 +83,7 @@ launch_once() {
     pg1="$(tree_ticks "$postgres_pid")"
     read -r wall user system <"$tmp/time"
     printf '%-13s %4s %7ss %14s %11ss %9ss %11ss\n' "$kind" "$run" "$wall" \
-        "$(awk -v n="$tokens" -v w="$wall" 'BEGIN { printf "%d", w > 0 ? n / w : 0 }')" \
+        "$(awk -v n="$tokens" -v w="$wall" 'BEGIN { printf "%d", (w > 0 ? n / w : 0) }')" \
         "$(awk -v u="$user" -v s="$system" 'BEGIN { printf "%.2f", u + s }')" "$(seconds $((redis1 - redis0)))" "$(seconds $((pg1 - pg0)))"
 }
 
