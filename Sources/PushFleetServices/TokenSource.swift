@@ -18,7 +18,7 @@ public protocol TokenSource {
 ///
 /// The inner source is used by one task at a time (a read starts only after the previous one
 /// ended), so it need not be `Sendable`.
-public struct PrefetchingTokenSource<Inner: TokenSource>: TokenSource {
+public struct PrefetchingTokenSource<Inner: TokenSource & SendableMetatype>: TokenSource {
     private final class Box: @unchecked Sendable {
         var inner: Inner
         init(_ inner: Inner) { self.inner = inner }

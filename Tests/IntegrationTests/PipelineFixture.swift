@@ -97,7 +97,9 @@ struct PipelineFixture {
 
     func stop() async {
         await self.mock.stop()
-        try? FileManager.default.removeItem(atPath: self.tokenFile)
+        for file in [self.tokenFile, self.tokenFile + ".pushfleet_redis", self.tokenFile + ".pushfleet_postgres"] {
+            try? FileManager.default.removeItem(atPath: file)
+        }
     }
 
     var stateArguments: [String] { ["--redis", self.redisURL, "--postgres", self.postgresURL] }
@@ -197,7 +199,8 @@ struct PipelineFixture {
             if index + 1 < arguments.count, !arguments[index + 1].hasPrefix("--") {
                 let value = arguments[index + 1]
                 if name == "PUSHFLEET_REDIS" || name == "PUSHFLEET_POSTGRES" {
-                    let file = NSTemporaryDirectory() + "pushfleet-\(name.lowercased())-\(UUID().uuidString)"
+                    // Beside the fixture's token file, and removed with it by ``stop()``.
+                    let file = self.tokenFile + "." + name.lowercased()
                     try value.write(toFile: file, atomically: true, encoding: .utf8)
                     environment[name + "_FILE"] = file
                 } else {

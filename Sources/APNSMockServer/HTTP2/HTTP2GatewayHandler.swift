@@ -187,7 +187,9 @@ final class HTTP2GatewayHandler: ChannelInboundHandler {
             context.writeAndFlush(self.wrapOutboundOut(bytes), promise: nil)
             return
         }
-        context.writeAndFlush(self.wrapOutboundOut(bytes)).whenComplete { _ in then() }
+        // The write completes on this event loop, where `then` belongs.
+        let loopBound = NIOLoopBound(then, eventLoop: context.eventLoop)
+        context.writeAndFlush(self.wrapOutboundOut(bytes)).whenComplete { _ in loopBound.value() }
     }
 
     private func handle(context: ChannelHandlerContext, _ event: HTTP2ServerFramer.Event) {

@@ -50,7 +50,7 @@ struct Demo: AsyncParsableCommand {
     @Option(help: "Launch the campaign with this rate limit (notifications a second, fleet-wide) and print the deliveries of each second from the simulator's ledger.")
     var rate: Int?
 
-    @Flag(help: "Also ring a doorbell every second while the campaign runs (3 users sharing it, 2 phones each, by POST /v1/notify) and print each ring's latency to APNs acceptance.")
+    @Flag(help: "Also ring a doorbell every second while the campaign runs (3 users sharing it, 2 phones each, by POST /v1/notify) and print each ring's latency to APNs acceptance. With PUSHFLEET_DEMO_TRACE set, also when the API answered each ring.")
     var doorbell = false
 
     @OptionGroup var state: StateOptions
