@@ -21,6 +21,8 @@ public struct RedisCommands: Sendable {
     /// How many commands.
     public var count: Int { self.starts.count }
     public var isEmpty: Bool { self.starts.isEmpty }
+    /// Whether the last command has all its arguments (a server would wait for the rest).
+    public var isComplete: Bool { self.argumentsDue == 0 }
 
     /// Appends the command `arguments`, its name first.
     public mutating func append(_ arguments: [[UInt8]]) {
@@ -106,7 +108,7 @@ public struct RedisCommands: Sendable {
     /// Command `index`'s name and arguments, read back from ``bytes``: for the rare paths (a
     /// cluster's routing, a redirect, an error's message) that need them one by one.
     public func arguments(of index: Int) -> [[UInt8]] {
-        precondition(self.argumentsDue == 0, "the last command is not complete")
+        precondition(self.isComplete, "the last command is not complete")
         var at = self.starts[index]
         func number() -> Int {
             at += 1  // `*` or `$`

@@ -85,7 +85,8 @@ final class RedisNode {
     /// Queues `commands` in hiredis' output buffer: one copy, where hiredis' own formatting would
     /// copy and format every argument.
     private static func append(_ commands: RedisCommands, to context: UnsafeMutablePointer<redisContext>) -> Int32 {
-        commands.bytes.withUnsafeBytes { bytes in
+        precondition(commands.isComplete, "a command without all its arguments")
+        return commands.bytes.withUnsafeBytes { bytes in
             // UInt8 and CChar may alias: they are the signed and unsigned variants of one type.
             redisAppendFormattedCommand(context, bytes.baseAddress?.assumingMemoryBound(to: CChar.self), bytes.count)
         }
