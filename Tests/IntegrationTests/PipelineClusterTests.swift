@@ -14,10 +14,11 @@ extension PipelineTests {
         let fixture = try await PipelineFixture.start(count: 100_000).onRedisCluster()
         defer { Task { await fixture.stop() } }
         let coordinator = try fixture.startCoordinator()
-        var workers = try (0..<2).map { _ in try fixture.startWorker(protocol: `protocol`) }
         let id = try await fixture.launch(protocol: `protocol`)
 
-        // The campaign's keys are where the cluster says its slot is, and only there.
+        // The campaign's keys are where the cluster says its slot is, and only there. Looked for
+        // before any worker starts: a fast machine finished the campaign and removed its keys
+        // between the launch and the look.
         let client = RedisClient(configuration: try RedisConfiguration(url: fixture.redisURL), logger: silentRedisLogger)
         let meta = "pf:{\(id.uuidString.lowercased())}:meta"
         let (exists, isCluster, masters) = try await client.withConnection { connection in
@@ -37,6 +38,7 @@ extension PipelineTests {
             if reply.integer ?? 0 > 0 { holders += 1 }
         }
         #expect(holders == 1)
+        var workers = try (0..<2).map { _ in try fixture.startWorker(protocol: `protocol`) }
 
         // A worker killed mid-campaign: its leases are reaped and its shards' tails taken over.
         _ = try await fixture.waitForStatus(id) { ($0["accepted"] as? Int ?? 0) >= 25_000 }
