@@ -49,6 +49,7 @@ public struct RecipientValueList: Sendable, Hashable {
     /// Appends `count` recipients of `other` at once: those whose packing lies in `range` of its
     /// ``bytes`` (from the start of one recipient to the start of another, or the end).
     public mutating func append(_ count: Int, from other: RecipientValueList, bytes range: Range<Int>) {
+        assert(RecipientValueList(packed: Array(other.bytes[range]))?.count == count, "\(range) is not \(count) recipients of the list")
         self.bytes.append(contentsOf: other.bytes[range])
         self.count += count
     }

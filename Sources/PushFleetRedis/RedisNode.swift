@@ -6,8 +6,8 @@ import Logging
 ///
 /// Commands are written in Redis' protocol by ``RedisCommands``, binary-safe; hiredis sends them
 /// and parses the replies. Any I/O error, timeout or protocol error leaves replies possibly in
-/// flight, so the context is freed at once and a new one is opened by the next call; the failed call throws and is never retried here (a command may have run).
-/// An error *reply* is returned as ``RedisReply/error(_:)`` and leaves the connection usable.
+/// flight, so the context is freed at once and a new one is opened by the next call; the failed
+/// call throws and is never retried here (a command may have run). An error *reply* is returned as ``RedisReply/error(_:)`` and leaves the connection usable.
 ///
 /// Not `Sendable`: a `redisContext` is not thread-safe.
 final class RedisNode {

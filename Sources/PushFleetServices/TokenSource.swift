@@ -12,13 +12,21 @@ public protocol TokenSource {
 }
 
 
+#if compiler(>=6.2)
+/// A source ``PrefetchingTokenSource`` reads on another task: its type, which that task uses, may
+/// cross tasks (`SendableMetatype`, Swift 6.2 on; every non-isolated type's may).
+public typealias PrefetchableTokenSource = TokenSource & SendableMetatype
+#else
+public typealias PrefetchableTokenSource = TokenSource
+#endif
+
 /// A token source read one batch ahead on another thread: while the launch files one batch
 /// (duplicates, shards, staging), the next is read, parsed and packed. A launch from a file is
 /// otherwise bound by one core, and reading is a good part of it.
 ///
 /// The inner source is used by one task at a time (a read starts only after the previous one
 /// ended), so it need not be `Sendable`.
-public struct PrefetchingTokenSource<Inner: TokenSource & SendableMetatype>: TokenSource {
+public struct PrefetchingTokenSource<Inner: PrefetchableTokenSource>: TokenSource {
     private final class Box: @unchecked Sendable {
         var inner: Inner
         init(_ inner: Inner) { self.inner = inner }

@@ -30,7 +30,11 @@ import Testing
         }
     }
 
-    @Test func eachRecipientKeepsItsFirstLinesValuesThroughDuplicatesBatchesAndShards() async throws {
+    /// Batches of 1 and 2 put duplicates first and last in batches and end shards on a batch's
+    /// last line; of 258, the first shard ends on the first batch's last line and the next
+    /// batch starts with a duplicate; of 1,000, runs go across shard ends inside a batch.
+    @Test(arguments: [1, 2, 258, 1_000])
+    func eachRecipientKeepsItsFirstLinesValuesThroughDuplicatesBatchesAndShards(batch: Int) async throws {
         let unique = TestTokens.tokens(2_600, seed: 41)
         // Values of 0 to 299 bytes (a two-byte length from 128 on), different for every line.
         var line = 0
@@ -45,13 +49,13 @@ import Testing
             audience.append(first)
             expected.append(first)
             // Duplicates (with values of their own, which must not be used) one, two and three in
-            // a row, at the first and last places of batches of 1,000 and shards of 250.
+            // a row, after the first and last recipients of shards of 250, and here and there.
             if [0, 249, 250, 499, 999, 1_000, 1_234, 1_999, 2_599].contains(index) || index % 97 == 0 {
                 for _ in 0..<(1 + index % 3) { audience.append((token, values())) }
             }
             if index % 113 == 0, index > 0 { audience.append((unique[index - 1], values())) }
         }
-        var source = Recipients(audience, batch: 1_000)
+        var source = Recipients(audience, batch: batch)
         let client = RedisClient(configuration: try RedisConfiguration(url: try IntegrationEnvironment.redisURL()), logger: silentRedisLogger)
         let queue = CampaignQueue(client: client)
         try await PostgresFixture.withStore { store async throws in

@@ -97,8 +97,12 @@ struct PipelineFixture {
 
     func stop() async {
         await self.mock.stop()
-        for file in [self.tokenFile, self.tokenFile + ".pushfleet_redis", self.tokenFile + ".pushfleet_postgres"] {
-            try? FileManager.default.removeItem(atPath: file)
+        try? FileManager.default.removeItem(atPath: self.tokenFile)
+        // The URL files of ``invocation(_:)``.
+        let directory = (self.tokenFile as NSString).deletingLastPathComponent
+        let prefix = (self.tokenFile as NSString).lastPathComponent + ".pushfleet_"
+        for file in (try? FileManager.default.contentsOfDirectory(atPath: directory)) ?? [] where file.hasPrefix(prefix) {
+            try? FileManager.default.removeItem(atPath: directory + "/" + file)
         }
     }
 
@@ -199,8 +203,9 @@ struct PipelineFixture {
             if index + 1 < arguments.count, !arguments[index + 1].hasPrefix("--") {
                 let value = arguments[index + 1]
                 if name == "PUSHFLEET_REDIS" || name == "PUSHFLEET_POSTGRES" {
-                    // Beside the fixture's token file, and removed with it by ``stop()``.
-                    let file = self.tokenFile + "." + name.lowercased()
+                    // Beside the fixture's token file, one per URL (a copy of the fixture on
+                    // another Redis or Postgres has its own), removed with it by ``stop()``.
+                    let file = self.tokenFile + ".\(name.lowercased()).\(UInt(bitPattern: value.hashValue))"
                     try value.write(toFile: file, atomically: true, encoding: .utf8)
                     environment[name + "_FILE"] = file
                 } else {
