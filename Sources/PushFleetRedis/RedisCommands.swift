@@ -108,6 +108,11 @@ public struct RedisCommands: Sendable {
     /// Command `index`'s name and arguments, read back from ``bytes``: for the rare paths (a
     /// cluster's routing, a redirect, an error's message) that need them one by one.
     public func arguments(of index: Int) -> [[UInt8]] {
+        self.arguments(of: index, upTo: .max)
+    }
+
+    /// Command `index`'s name and first arguments, `limit` in all at most.
+    func arguments(of index: Int, upTo limit: Int) -> [[UInt8]] {
         precondition(self.isComplete, "the last command is not complete")
         var at = self.starts[index]
         func number() -> Int {
@@ -121,7 +126,7 @@ public struct RedisCommands: Sendable {
             return value
         }
         var arguments: [[UInt8]] = []
-        let count = number()
+        let count = min(number(), limit)
         arguments.reserveCapacity(count)
         for _ in 0..<count {
             let length = number()

@@ -105,13 +105,25 @@ public final class RedisConnection {
     /// standalone server as they are; to a cluster read back and routed one by one.
     public func pipeline(_ commands: RedisCommands) throws(RedisError) -> [RedisReply] {
         guard !commands.isEmpty else { return [] }
-        guard try self.prepare() == .standalone else { return try self.pipeline(commands.arguments) }
-        let replies = try self.seed.pipeline(commands)
-        guard replies.contains(where: { RedisRedirect($0, askedHost: self.seed.configuration.host) != nil }) else {
-            return replies
+        let node: RedisNode
+        if try self.prepare() == .standalone {
+            node = self.seed
+        } else {
+            // As they are when all go to one node (a campaign's keys share a slot), else one by one.
+            var nodes: [RedisNode] = []
+            for index in 0..<commands.count {
+                let name = commands.arguments(of: index, upTo: 1)
+                nodes.append(try self.node(for: commands.arguments(of: index, upTo: RedisRoute.argumentsNeeded(name: name[0]))))
+            }
+            guard nodes.allSatisfy({ $0 === nodes[0] }) else { return try self.pipeline(commands.arguments) }
+            node = nodes[0]
         }
-        self.becomeCluster(because: "it answered with a redirect")
-        return try self.redirected(commands.arguments, replies: replies, askedNodes: Array(repeating: self.seed, count: commands.count))
+        let replies = try self.send(to: node) { node throws(RedisError) in try node.pipeline(commands) }
+        if self.topology == .standalone {
+            guard replies.contains(where: { RedisRedirect($0, askedHost: node.configuration.host) != nil }) else { return replies }
+            self.becomeCluster(because: "it answered with a redirect")
+        }
+        return try self.redirected(commands.arguments(of:), replies: replies, askedNodes: Array(repeating: node, count: commands.count))
     }
 
     /// Sends many commands in one write per node and reads all their replies, in order.
@@ -128,7 +140,7 @@ public final class RedisConnection {
                 return replies
             }
             self.becomeCluster(because: "it answered with a redirect")
-            return try self.redirected(commands, replies: replies, askedNodes: Array(repeating: self.seed, count: commands.count))
+            return try self.redirected({ commands[$0] }, replies: replies, askedNodes: Array(repeating: self.seed, count: commands.count))
         }
 
         // One pipeline per node, in the order each node is first needed.
@@ -154,7 +166,7 @@ public final class RedisConnection {
                 askedNodes[index] = batch.node
             }
         }
-        return try self.redirected(commands, replies: replies, askedNodes: askedNodes)
+        return try self.redirected({ commands[$0] }, replies: replies, askedNodes: askedNodes)
     }
 }
 
@@ -325,7 +337,7 @@ extension RedisConnection {
 
     /// `replies` with each redirected command sent again where it belongs, in the order given
     /// (commands on one key keep their order); `askedNodes[i]` answered `replies[i]`.
-    private func redirected(_ commands: [[[UInt8]]], replies: [RedisReply], askedNodes: [RedisNode]) throws(RedisError) -> [RedisReply] {
+    private func redirected(_ command: (Int) -> [[UInt8]], replies: [RedisReply], askedNodes: [RedisNode]) throws(RedisError) -> [RedisReply] {
         var replies = replies
         for index in replies.indices {
             if let redirect = RedisRedirect(replies[index], askedHost: askedNodes[index].configuration.host) {
@@ -334,7 +346,7 @@ extension RedisConnection {
             } else if !Self.isTryAgain(replies[index]) {
                 continue
             }
-            replies[index] = try self.clusterCommand(commands[index])
+            replies[index] = try self.clusterCommand(command(index))
         }
         return replies
     }

@@ -60,6 +60,15 @@ enum RedisRoute: Hashable, Sendable {
         }
     }
 
+    /// How many of a command's arguments (its name first) its route needs: 4 (`EVAL`'s keys
+    /// start there) but for the commands whose key follows a word anywhere, all.
+    static func argumentsNeeded(name: [UInt8]) -> Int {
+        switch String(decoding: name, as: UTF8.self).uppercased() {
+        case "XREAD", "XREADGROUP", "MIGRATE", "SCAN": .max
+        default: 4
+        }
+    }
+
     /// Whether `arguments` is a `SCAN` or `KEYS`: routed by a pattern, which a node answers
     /// without `MOVED` even when it does not hold the slot.
     static func scansKeys(_ arguments: [[UInt8]]) -> Bool {

@@ -67,6 +67,34 @@ import Testing
         #expect(try connection.command("DEL", "pf:test:a", "pf:test:b").description.contains("CROSSSLOT"))
     }
 
+    /// Commands written already (``RedisCommands``): in one slot they go to its master as they
+    /// are, and over several they are split by master; replies in the order sent either way, and
+    /// nothing redirected.
+    @Test func writtenCommandsReachTheMasterOfEachKey() throws {
+        let connection = try self.connection()
+        let run = UUID().uuidString.lowercased()
+        // A campaign's shape: keys of one hash tag, a list written by a long RPUSH.
+        let tagged = (0..<5).map { "pf:{\(run)}:s:\($0)" }
+        var oneSlot = RedisCommands()
+        for key in tagged {
+            oneSlot.append([Array("DEL".utf8), Array(key.utf8)])
+            oneSlot.append([Array("RPUSH".utf8), Array(key.utf8)] + (0..<300).map { Array("entry \($0)".utf8) })
+        }
+        oneSlot.append(RedisCommand.arguments("LLEN", tagged[3]))
+        let replies = try connection.pipeline(oneSlot)
+        #expect(replies.count == 11)
+        #expect(replies.last == .integer(300))
+        #expect(try connection.command("LINDEX", tagged[4], 299) == .bulk(Array("entry 299".utf8)))
+
+        let spread = (0..<30).map { "pf:test:\(run):\($0)" }
+        let written = try connection.pipeline(RedisCommands(spread.enumerated().map { RedisCommand.arguments("SET", $0.element, "value \($0.offset)") }))
+        #expect(written.allSatisfy { $0 == .status("OK") })
+        let read = try connection.pipeline(RedisCommands(spread.map { RedisCommand.arguments("GET", $0) }))
+        #expect(read == spread.indices.map { .bulk(Array("value \($0)".utf8)) })
+        #expect(connection.redirectsFollowed == 0)
+        _ = try connection.pipeline(RedisCommands((tagged + spread).map { RedisCommand.arguments("DEL", $0) }))
+    }
+
     @Test func followsAskWhileASlotMigratesAndMovedAfterwards() throws {
         let connection = try self.connection()
         let run = UUID().uuidString.lowercased()

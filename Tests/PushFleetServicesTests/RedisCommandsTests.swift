@@ -41,5 +41,6 @@ import Testing
         }
         #expect(commands.arguments == [[Array("RPUSH".utf8), Array("list".utf8), [0x01, 0x0D, 0x0A, 0x24, 0x39]]])
         #expect(commands.name(of: 0) == "RPUSH")
+        #expect(commands.arguments(of: 0, upTo: 2) == [Array("RPUSH".utf8), Array("list".utf8)], "the first two, as routing reads them")
     }
 }
