@@ -48,7 +48,7 @@ public struct RedisCommands: Sendable {
     public mutating func appendArgument(_ argument: UnsafeRawBufferPointer) {
         self.beginArgument(byteCount: argument.count)
         self.bytes.append(contentsOf: argument)
-        self.endArgument()
+        self.appendLineEnd()
     }
 
     /// Appends an argument of `byteCount` bytes that `write` appends to the buffer given (in
@@ -58,7 +58,7 @@ public struct RedisCommands: Sendable {
         let end = self.bytes.count + byteCount
         write(&self.bytes)
         precondition(self.bytes.count == end, "an argument of \(byteCount) bytes was written as \(byteCount + self.bytes.count - end)")
-        self.endArgument()
+        self.appendLineEnd()
     }
 
     /// Reserves room for `byteCount` more bytes.
@@ -73,7 +73,7 @@ public struct RedisCommands: Sendable {
         self.appendDecimal(byteCount)
     }
 
-    private mutating func endArgument() {
+    private mutating func appendLineEnd() {
         self.bytes.append(UInt8(ascii: "\r"))
         self.bytes.append(UInt8(ascii: "\n"))
     }
@@ -95,7 +95,7 @@ public struct RedisCommands: Sendable {
             }
             self.bytes[start...].reverse()
         }
-        self.endArgument()
+        self.appendLineEnd()
     }
 
     /// The bytes ``append(_:)`` writes for `arguments`, or a little more.

@@ -10,11 +10,7 @@ extension RedisConnection {
 
     /// Runs a pipeline; the first error reply throws ``RedisError/Code/errorReply`` after all replies were read.
     func checkedPipeline(_ commands: [[[UInt8]]]) throws(RedisError) -> [RedisReply] {
-        let replies = try self.pipeline(commands)
-        for (index, reply) in replies.enumerated() {
-            if case .error(let message) = reply { throw self.errorReply(commands[index], message) }
-        }
-        return replies
+        try self.checkedPipeline(RedisCommands(commands))
     }
 
     /// ``checkedPipeline(_:)-([[[UInt8]]])`` of commands written already.

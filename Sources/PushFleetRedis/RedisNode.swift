@@ -7,7 +7,8 @@ import Logging
 /// Commands are written in Redis' protocol by ``RedisCommands``, binary-safe; hiredis sends them
 /// and parses the replies. Any I/O error, timeout or protocol error leaves replies possibly in
 /// flight, so the context is freed at once and a new one is opened by the next call; the failed
-/// call throws and is never retried here (a command may have run). An error *reply* is returned as ``RedisReply/error(_:)`` and leaves the connection usable.
+/// call throws and is never retried here (a command may have run). An error *reply* is returned
+/// as ``RedisReply/error(_:)`` and leaves the connection usable.
 ///
 /// Not `Sendable`: a `redisContext` is not thread-safe.
 final class RedisNode {
@@ -46,14 +47,7 @@ final class RedisNode {
     /// - Throws: ``RedisError`` when the server cannot be reached or the connection fails.
     func command(_ arguments: [[UInt8]]) throws(RedisError) -> RedisReply {
         precondition(!arguments.isEmpty, "a Redis command needs at least its name")
-        let context = try self.connectedContext()
-        var request = RedisCommands()
-        request.append(arguments)
-        guard Self.append(request, to: context) == REDIS_OK else { throw self.fail(context) }
-        var raw: UnsafeMutableRawPointer? = nil
-        guard redisGetReply(context, &raw) == REDIS_OK, let raw else { throw self.fail(context) }
-        defer { freeReplyObject(raw) }
-        return RedisReply(copying: raw.assumingMemoryBound(to: redisReply.self))
+        return try self.pipeline(RedisCommands([arguments]))[0]
     }
 
     /// Sends many commands in one write and reads all their replies, in order.
