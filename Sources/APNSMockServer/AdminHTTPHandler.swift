@@ -4,7 +4,8 @@ import PushFleetCore
 
 /// The simulator's admin endpoint on plain HTTP: `GET /stats` returns the ledger as JSON,
 /// `POST /reset` (or `GET /reset`) clears the ledger and the feedback list, `POST /outage?status=503`
-/// (or 500, 429) starts an APNs outage on the HTTP/2 gateway and `DELETE /outage` ends it.
+/// (or 500, 429) starts an APNs outage on the HTTP/2 gateway and `DELETE /outage` ends it, and
+/// `POST /stall` makes both gateways hold every answer until `DELETE /stall`.
 final class AdminHTTPHandler: ChannelInboundHandler {
     typealias InboundIn = HTTPServerRequestPart
     typealias OutboundOut = HTTPServerResponsePart
@@ -12,12 +13,14 @@ final class AdminHTTPHandler: ChannelInboundHandler {
     private let ledger: DeliveryLedger
     private let feedback: FeedbackStore
     private let outage: GatewayOutage
+    private let stall: GatewayStall
     private var request: HTTPRequestHead?
 
-    init(ledger: DeliveryLedger, feedback: FeedbackStore, outage: GatewayOutage) {
+    init(ledger: DeliveryLedger, feedback: FeedbackStore, outage: GatewayOutage, stall: GatewayStall) {
         self.ledger = ledger
         self.feedback = feedback
         self.outage = outage
+        self.stall = stall
     }
 
     func channelRead(context: ChannelHandlerContext, data: NIOAny) {
@@ -65,8 +68,14 @@ final class AdminHTTPHandler: ChannelInboundHandler {
         case (.DELETE, "/outage"):
             self.outage.set(nil)
             return (.ok, "{\"outage\":null}\n")
+        case (.POST, "/stall"):
+            self.stall.begin()
+            return (.ok, "{\"stall\":true}\n")
+        case (.DELETE, "/stall"):
+            self.stall.end()
+            return (.ok, "{\"stall\":false}\n")
         default:
-            return (.notFound, "{\"error\":\"unknown path \(path); try GET /stats, POST /reset, POST /outage?status=503 or DELETE /outage\"}\n")
+            return (.notFound, "{\"error\":\"unknown path \(path); try GET /stats, POST /reset, POST /outage?status=503, DELETE /outage, POST /stall or DELETE /stall\"}\n")
         }
     }
 

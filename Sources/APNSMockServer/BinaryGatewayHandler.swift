@@ -27,6 +27,7 @@ final class BinaryGatewayHandler: ChannelInboundHandler {
     private let ledger: DeliveryLedger
     private let feedback: FeedbackStore
     private let errorDelay: TimeAmount
+    private let stall: GatewayStall
     private let faults: MockAPNSConfiguration.BinaryFaults
     private let acceptedByGateway: AcceptedCounter
     private let logger: Logger
@@ -39,11 +40,12 @@ final class BinaryGatewayHandler: ChannelInboundHandler {
     private var payloads: [(fingerprint: UInt64, digest: UInt64)] = []
     private var nextReadAllowed = NIODeadline.uptimeNanoseconds(0)
 
-    init(configuration: MockAPNSConfiguration, ledger: DeliveryLedger, feedback: FeedbackStore, acceptedByGateway: AcceptedCounter, logger: Logger) {
+    init(configuration: MockAPNSConfiguration, ledger: DeliveryLedger, feedback: FeedbackStore, acceptedByGateway: AcceptedCounter, stall: GatewayStall, logger: Logger) {
         self.ledger = ledger
         self.acceptedByGateway = acceptedByGateway
         self.feedback = feedback
         self.errorDelay = configuration.errorDelay
+        self.stall = stall
         self.faults = configuration.binaryFaults
         self.recordPayloads = configuration.recordPayloads
         self.logger = logger
@@ -137,19 +139,23 @@ final class BinaryGatewayHandler: ChannelInboundHandler {
         self.respondLater(context: context, response: silently ? nil : BinaryErrorResponse(status: status, identifier: identifier))
     }
 
-    /// Writes `response` (if any) after the error delay, then closes.
+    /// Writes `response` (if any) after the error delay and any stall, then closes.
     private func respondLater(context: ChannelHandlerContext, response: BinaryErrorResponse?) {
-        let loopBound = NIOLoopBound((self, context), eventLoop: context.eventLoop)
-        context.eventLoop.scheduleTask(in: self.errorDelay) {
-            let (handler, context) = loopBound.value
-            guard case .failing = handler.state else { return }
-            handler.state = .closed
-            if let response {
-                var buffer = context.channel.allocator.buffer(capacity: BinaryErrorResponse.byteCount)
-                response.write(into: &buffer)
-                context.writeAndFlush(handler.wrapOutboundOut(buffer)).whenComplete { _ in loopBound.value.1.close(promise: nil) }
-            } else {
-                context.close(promise: nil)
+        let due = NIODeadline.now() + self.errorDelay
+        let eventLoop = context.eventLoop
+        let loopBound = NIOLoopBound((self, context), eventLoop: eventLoop)
+        self.stall.afterward {
+            eventLoop.scheduleTask(deadline: due) {
+                let (handler, context) = loopBound.value
+                guard case .failing = handler.state else { return }
+                handler.state = .closed
+                if let response {
+                    var buffer = context.channel.allocator.buffer(capacity: BinaryErrorResponse.byteCount)
+                    response.write(into: &buffer)
+                    context.writeAndFlush(handler.wrapOutboundOut(buffer)).whenComplete { _ in loopBound.value.1.close(promise: nil) }
+                } else {
+                    context.close(promise: nil)
+                }
             }
         }
     }

@@ -28,6 +28,8 @@ public final class MockAPNSServer: Sendable {
     public let feedback: FeedbackStore
     /// An APNs outage the HTTP/2 gateway plays while it is on; off at start.
     public let outage = GatewayOutage()
+    /// APNs holding every answer while it is on; off at start.
+    public let stall = GatewayStall()
     private let group: any EventLoopGroup
     let logger: Logger
     private let channels = NIOLockedValueBox<[any Channel]>([])
@@ -64,6 +66,7 @@ public final class MockAPNSServer: Sendable {
                             ledger: self.ledger,
                             feedback: self.feedback,
                             acceptedByGateway: self.acceptedByGateway,
+                            stall: self.stall,
                             logger: self.logger
                         )
                     )
@@ -81,7 +84,7 @@ public final class MockAPNSServer: Sendable {
             if let port = self.configuration.adminPort {
                 ports.admin = try await self.bind(port: port, what: "admin endpoint", autoRead: true) { channel in
                     try channel.pipeline.syncOperations.configureHTTPServerPipeline()
-                    try channel.pipeline.syncOperations.addHandler(AdminHTTPHandler(ledger: self.ledger, feedback: self.feedback, outage: self.outage))
+                    try channel.pipeline.syncOperations.addHandler(AdminHTTPHandler(ledger: self.ledger, feedback: self.feedback, outage: self.outage, stall: self.stall))
                 }
             }
         } catch {

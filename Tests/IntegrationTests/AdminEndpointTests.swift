@@ -1,6 +1,7 @@
 import APNSMockServer
 import APNSWire
 import Foundation
+import NIOCore
 import PushFleetCore
 import PushFleetTestSupport
 import Testing
@@ -72,5 +73,69 @@ import FoundationNetworking
         let (after, _) = try await HTTP2SenderFixture.run(HTTP2SenderFixture.notifications(3), with: configuration)
         #expect(after.accepted.count == 3)
         #expect(fixture.ledger.snapshot().accepted == 3)
+    }
+
+    /// A stall switched on and off from outside: meanwhile both gateways take and record what
+    /// they are sent but answer nothing (an HTTP/2 request, a binary frame's error response);
+    /// once it ends, every held answer goes out.
+    @Test func stallHoldsEveryAnswerOfBothGatewaysUntilItEnds() async throws {
+        let fixture = try await BinaryFixture.start(invalidTokens: [TestTokens.token(9)])
+        defer { Task { await fixture.stop() } }
+        let port = try #require(fixture.ports.admin)
+        let configuration = try HTTP2SenderFixture.configuration(port: fixture.ports.http2!, certificate: true, maximumAttempts: 1)
+        let (on, body) = try await self.request("POST", "/stall", port: port)
+        #expect(on == 200 && body["stall"] as? Bool == true)
+
+        let answered = Answered()
+        let http2 = Task {
+            defer { answered.mark("http2") }
+            return try await HTTP2SenderFixture.run(HTTP2SenderFixture.notifications(3), with: configuration).0
+        }
+        var frames = FrameBuilder()
+        frames.command2(1, token: TestTokens.token(8), payload: try APSPayload(alert: .text("hi")).payload(for: .binaryFrame))
+        frames.command2(2, token: TestTokens.token(9), payload: try APSPayload(alert: .text("hi")).payload(for: .binaryFrame))
+        let tls = try fixture.clientTLS()
+        let binary = Task {
+            defer { answered.mark("binary") }
+            return try await RawTLSClient.exchange(port: fixture.binaryPort, tls: tls, bytes: frames.buffer)
+        }
+        // Both gateways have taken everything: 3 HTTP/2 requests, 1 good frame (the bad one is
+        // rejected by reason, not accepted).
+        let start = ContinuousClock.now
+        while fixture.ledger.snapshot().accepted < 4 || fixture.ledger.snapshot().rejected["InvalidToken"] == nil {
+            try #require(ContinuousClock.now - start < .seconds(30), "the gateways never took the requests: \(fixture.ledger.snapshot())")
+            try await Task.sleep(for: .milliseconds(10))
+        }
+        // Without the stall the answers would be back within milliseconds.
+        try await Task.sleep(for: .milliseconds(500))
+        #expect(answered.names.isEmpty, "answered during the stall: \(answered.names)")
+
+        let (off, offBody) = try await self.request("DELETE", "/stall", port: port)
+        #expect(off == 200 && offBody["stall"] as? Bool == false)
+        let outcomes = try await http2.value
+        #expect(outcomes.accepted.count == 3)
+        let reply = try await binary.value
+        // One error response: command 8, status 8 (invalid token), identifier 2.
+        #expect(Array(reply.readableBytesView) == [8, 8, 0, 0, 0, 2])
+        #expect(fixture.ledger.snapshot().accepted == 4)
+    }
+}
+
+/// Which exchanges got their answers, in order.
+private final class Answered: @unchecked Sendable {
+    // unchecked Sendable: every access holds the lock.
+    private let lock = NSLock()
+    private var answered: [String] = []
+
+    func mark(_ name: String) {
+        self.lock.lock()
+        defer { self.lock.unlock() }
+        self.answered.append(name)
+    }
+
+    var names: [String] {
+        self.lock.lock()
+        defer { self.lock.unlock() }
+        return self.answered
     }
 }

@@ -31,6 +31,7 @@ struct BinaryFixture {
 
     var binaryPort: Int { self.ports.binary! }
     var ledger: DeliveryLedger { self.server.ledger }
+    var stall: GatewayStall { self.server.stall }
 
     static func start(
         invalidTokens: Set<DeviceToken> = [],

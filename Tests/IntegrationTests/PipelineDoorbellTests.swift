@@ -156,6 +156,7 @@ extension PipelineTests {
         defer { Task { await ring.fixture.stop() } }
         ring.worker.signal(SIGKILL)
         _ = await ring.worker.wait()
+        ring.fixture.mock.stall.end()
         let successor = try ring.fixture.startWorker(protocol: `protocol`)
         let report = try await ring.waitUntilCompleted()
         ring.expectEveryPhoneCountedOnce(report)
@@ -175,8 +176,9 @@ extension PipelineTests {
     func aRingWhoseWorkerIsFrozenPastItsLeaseIsFinishedByAnotherAndCountedOnce(_ protocol: String, _ manner: GatewayManner) async throws {
         let ring = try await RingInFlight.start(protocol: `protocol`, manner: manner)
         defer { Task { await ring.fixture.stop() } }
-        let claimed = try await ring.claims()
         ring.worker.signal(SIGSTOP)
+        ring.fixture.mock.stall.end()
+        let claimed = try await ring.claims()
         let successor = try ring.fixture.startWorker(protocol: `protocol`)
         try await ring.waitForClaims(after: claimed, by: successor)
         ring.worker.signal(SIGCONT)
@@ -203,6 +205,7 @@ extension PipelineTests {
         let ring = try await RingInFlight.start(protocol: `protocol`)
         defer { Task { await ring.fixture.stop() } }
         ring.worker.signal(SIGTERM)
+        ring.fixture.mock.stall.end()
         #expect(await ring.worker.wait() == 0, "a draining worker exits cleanly: \(ring.worker.standardError.suffix(4_000))")
         let report = try await ring.waitUntilCompleted()
         ring.expectEveryPhoneCountedOnce(report)
@@ -220,6 +223,7 @@ extension PipelineTests {
         defer { Task { await ring.fixture.stop() } }
         ring.coordinator.signal(SIGKILL)
         _ = await ring.coordinator.wait()
+        ring.fixture.mock.stall.end()
         let coordinator = try ring.fixture.startCoordinator()
         let report = try await ring.waitUntilCompleted()
         ring.expectEveryPhoneCountedOnce(report)
@@ -229,11 +233,14 @@ extension PipelineTests {
     }
 }
 
-/// A ring to a household's six phones, held in flight by its only worker: the HTTP/2 simulator
-/// holds its answers 3 s; the binary gateway answers the worker's sentinel 3 s after reading it,
-/// so the worker cannot yet know its six frames were taken. (A read-rate limit does not hold
-/// them: all six and the sentinel fit one read, which CI's run showed.) What happens to the
-/// worker next is the test's.
+/// A ring to a household's six phones, held in flight by its only worker: the simulator is
+/// stalled, so the HTTP/2 gateway holds its answers and the binary gateway the answer to the
+/// worker's sentinel, and the worker cannot yet know its six frames were taken, for as long as
+/// the test needs. (A fixed delay did not hold them on a loaded machine: CI once saw the ring
+/// answered before the worker was stopped; a read-rate limit does not either, since all six and
+/// the sentinel fit one read.) What happens to the worker next is the test's, which then ends the
+/// stall (`fixture.mock.stall.end()`); every answer still waits 3 s from its request, so a new
+/// holder's answers come after the old holder's.
 struct RingInFlight {
     let fixture: PipelineFixture
     let household: Household
@@ -243,7 +250,8 @@ struct RingInFlight {
     let id: UUID
 
     /// Starts the fixture (its HTTP/2 gateway in `manner`), the coordinator and the worker, and
-    /// rings. The fixture is stopped if any of it fails; otherwise stopping it is the caller's.
+    /// rings with the simulator stalled. The fixture is stopped if any of it fails; otherwise
+    /// stopping it, and ending the stall, is the caller's.
     static func start(protocol: String, manner: GatewayManner = .kind) async throws -> RingInFlight {
         let fixture = try await PipelineFixture.start(
             count: 10, invalidEvery: nil, unregisteredEvery: nil, http2Faults: .init(answerDelay: .seconds(3)), errorDelay: .seconds(3),
@@ -264,6 +272,7 @@ struct RingInFlight {
         let worker = try fixture.startWorker(protocol: `protocol`)
         // The lane's connection is open before the ring (HTTP/2), so the ring goes at once.
         try await Task.sleep(for: .seconds(1))
+        fixture.mock.stall.begin()
         // The lease is looked for while `notify` runs, not after it ends: a loaded machine can
         // take longer to end the process than the ring takes to deliver (CI saw it once).
         let id = UUID()
@@ -314,10 +323,28 @@ struct RingInFlight {
                 throw WaitFailure("the new worker ended with status \(await worker.wait()): \(worker.standardError.suffix(4_000))")
             }
             guard ContinuousClock.now - start < .seconds(60) else {
-                throw WaitFailure("nobody claimed \(self.id) again within a minute; the new worker logged: \(worker.standardError.suffix(4_000))")
+                throw WaitFailure("nobody claimed \(self.id) again within a minute: \(try await self.situation(newWorker: worker))")
             }
             try await Task.sleep(for: .milliseconds(20))
         }
+    }
+
+    /// Where the ring's queue, record and processes stand, for a failed wait's message.
+    private func situation(newWorker: PushFleetProcess) async throws -> String {
+        let client = RedisClient(configuration: try RedisConfiguration(url: self.fixture.redisURL))
+        defer { Task { try? await client.shutdown() } }
+        let prefix = "pf:{\(self.id.uuidString.lowercased())}:"
+        let queue = try await client.withConnection { connection in
+            ["pending": try connection.command("LRANGE", prefix + "pending", "0", "-1"),
+             "leases": try connection.command("ZRANGE", prefix + "leases", "0", "-1", "WITHSCORES"),
+             "attempts": try connection.command("HGETALL", prefix + "attempts"),
+             "dead": try connection.command("LRANGE", prefix + "dead", "0", "-1"),
+             "time": try connection.command("TIME")]
+        }
+        let record = try await self.fixture.withStore { store in try await store.notificationReport(self.id)?.record }
+        return "queue \(queue.sorted { $0.key < $1.key }); record \(record.map { "\($0)" } ?? "none"); "
+            + "coordinator running \(self.coordinator.isRunning), logged: \(self.coordinator.standardError.suffix(2_000)); "
+            + "the stopped worker logged: \(self.worker.standardError.suffix(2_000)); the new worker logged: \(newWorker.standardError.suffix(2_000))"
     }
 
     /// The ring's report once Postgres says it completed; fails after two minutes.

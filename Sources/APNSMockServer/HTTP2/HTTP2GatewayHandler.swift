@@ -51,6 +51,7 @@ final class HTTP2GatewayHandler: ChannelInboundHandler {
     private let faults: MockAPNSConfiguration.HTTP2Faults
     private let ledger: DeliveryLedger
     private let outage: GatewayOutage
+    private let stall: GatewayStall
     private let gatewayStreams: AcceptedCounter
     private let logger: Logger
     private let allocator: ByteBufferAllocator
@@ -88,6 +89,7 @@ final class HTTP2GatewayHandler: ChannelInboundHandler {
         ledger: DeliveryLedger,
         gatewayStreams: AcceptedCounter,
         outage: GatewayOutage,
+        stall: GatewayStall,
         logger: Logger,
         allocator: ByteBufferAllocator
     ) {
@@ -96,6 +98,7 @@ final class HTTP2GatewayHandler: ChannelInboundHandler {
         self.ledger = ledger
         self.gatewayStreams = gatewayStreams
         self.outage = outage
+        self.stall = stall
         self.logger = logger
         self.allocator = allocator
         self.framer = HTTP2ServerFramer(settings: Self.settings, allocator: allocator)
@@ -320,21 +323,27 @@ final class HTTP2GatewayHandler: ChannelInboundHandler {
 
     // MARK: - Writing
 
-    /// Writes this read burst's answers now, or after the answer delay in one flush of their own.
+    /// Writes this read burst's answers now, or in one flush of their own after the answer delay
+    /// and any stall.
     private func writeAnswers(context: ChannelHandlerContext) {
         let answers = self.answers
         self.answers.removeAll(keepingCapacity: true)
-        guard let delay = self.faults.answerDelay else {
+        let delay = self.faults.answerDelay
+        guard delay != nil || self.stall.isOn else {
             self.write(context: context, answers)
             return
         }
-        let loopBound = NIOLoopBound((self, context), eventLoop: context.eventLoop)
-        context.eventLoop.scheduleTask(in: delay) {
-            let (handler, context) = loopBound.value
-            guard !handler.closing else { return }
-            handler.write(context: context, answers)
-            handler.flush(context: context)
-            handler.closeIfDone(context: context)
+        let due = NIODeadline.now() + (delay ?? .zero)
+        let eventLoop = context.eventLoop
+        let loopBound = NIOLoopBound((self, context), eventLoop: eventLoop)
+        self.stall.afterward {
+            eventLoop.scheduleTask(deadline: due) {
+                let (handler, context) = loopBound.value
+                guard !handler.closing else { return }
+                handler.write(context: context, answers)
+                handler.flush(context: context)
+                handler.closeIfDone(context: context)
+            }
         }
     }
 

@@ -17,6 +17,7 @@ extension MockAPNSServer {
                     ledger: self.ledger,
                     gatewayStreams: self.http2Streams,
                     outage: self.outage,
+                    stall: self.stall,
                     logger: self.logger,
                     allocator: channel.allocator
                 )
