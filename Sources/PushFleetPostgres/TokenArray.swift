@@ -41,7 +41,7 @@ extension DeviceToken {
 
     /// Postgres' `bytea` order: bytes compared in turn, a prefix before the longer token.
     static func byteOrder(_ lhs: DeviceToken, _ rhs: DeviceToken) -> Bool {
-        lhs.withUnsafeBytes { a in rhs.withUnsafeBytes { b in a.lexicographicallyPrecedes(b) } }
+        lhs.precedesInByteOrder(rhs)
     }
 
     /// Reads a token back from a `bytea` column.

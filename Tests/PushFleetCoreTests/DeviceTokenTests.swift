@@ -278,4 +278,30 @@ private func hex(_ bytes: [UInt8]) -> String {
     @Test func binaryProtocolSizeIs32() {
         #expect(DeviceToken.binaryProtocolByteCount == 32)
     }
+
+    /// Byte order, word by word for inline tokens, agrees with comparing the bytes in turn (a
+    /// prefix first) for tokens of every length, inline and not, including ones that differ only
+    /// in a zero byte at the end or in their last byte.
+    @Test func byteOrderComparesTheBytesInTurnAPrefixFirst() throws {
+        var generator = SystemRandomNumberGenerator()
+        var samples: [[UInt8]] = [[0], [0, 0], [1], [1, 0], [1, 0, 0], [0xFF], Array(repeating: 0, count: 32), Array(repeating: 0, count: 33)]
+        for length in [1, 7, 8, 9, 16, 31, 32, 33, 40] {
+            for _ in 0..<20 {
+                let bytes = (0..<length).map { _ in UInt8.random(in: 0...3, using: &generator) }
+                samples.append(bytes)
+                var longer = bytes
+                longer.append(0)
+                samples.append(longer)
+                var last = bytes
+                last[last.count - 1] &+= 1
+                samples.append(last)
+            }
+        }
+        let tokens = try samples.map { try DeviceToken(bytes: $0) }
+        for (a, aBytes) in zip(tokens, samples) {
+            for (b, bBytes) in zip(tokens, samples) {
+                #expect(a.precedesInByteOrder(b) == aBytes.lexicographicallyPrecedes(bBytes), "\(aBytes) before \(bBytes)")
+            }
+        }
+    }
 }
