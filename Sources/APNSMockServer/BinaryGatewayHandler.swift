@@ -141,21 +141,18 @@ final class BinaryGatewayHandler: ChannelInboundHandler {
 
     /// Writes `response` (if any) after the error delay and any stall, then closes.
     private func respondLater(context: ChannelHandlerContext, response: BinaryErrorResponse?) {
-        let due = NIODeadline.now() + self.errorDelay
-        let eventLoop = context.eventLoop
-        let loopBound = NIOLoopBound((self, context), eventLoop: eventLoop)
-        self.stall.afterward {
-            eventLoop.scheduleTask(deadline: due) {
-                let (handler, context) = loopBound.value
-                guard case .failing = handler.state else { return }
-                handler.state = .closed
-                if let response {
-                    var buffer = context.channel.allocator.buffer(capacity: BinaryErrorResponse.byteCount)
-                    response.write(into: &buffer)
-                    context.writeAndFlush(handler.wrapOutboundOut(buffer)).whenComplete { _ in loopBound.value.1.close(promise: nil) }
-                } else {
-                    context.close(promise: nil)
-                }
+        let loopBound = NIOLoopBound((self, context), eventLoop: context.eventLoop)
+        self.stall.schedule(on: context.eventLoop, at: .now() + self.errorDelay) {
+            let (handler, context) = loopBound.value
+            // A client that gave up waiting has closed the connection: the answer goes nowhere.
+            guard case .failing = handler.state else { return }
+            handler.state = .closed
+            if let response {
+                var buffer = context.channel.allocator.buffer(capacity: BinaryErrorResponse.byteCount)
+                response.write(into: &buffer)
+                context.writeAndFlush(handler.wrapOutboundOut(buffer)).whenComplete { _ in loopBound.value.1.close(promise: nil) }
+            } else {
+                context.close(promise: nil)
             }
         }
     }

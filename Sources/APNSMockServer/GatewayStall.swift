@@ -1,3 +1,4 @@
+import NIOCore
 import Synchronization
 
 /// APNs stalling, switched on and off while the simulator runs: while on, both gateways read and
@@ -6,8 +7,10 @@ import Synchronization
 /// configured delay has passed). In-process through ``MockAPNSServer/stall``; from outside through
 /// the admin endpoint (`POST /stall`, `DELETE /stall`).
 ///
-/// A stall has no deadline: it is how a test holds a notification in flight for as long as it
-/// needs (a worker stopped or killed with its answers unread), however loaded the machine is.
+/// A stall has no deadline of its own; a client has: a sender that waits longer than its own
+/// timeout for an answer gives the connection up, and the answers held for it go nowhere. A test
+/// uses a stall to hold a notification in flight while it acts on the worker (stops or kills it
+/// with its answers unread), however long a loaded machine takes to get there.
 public final class GatewayStall: Sendable {
     private struct State {
         var isOn = false
@@ -36,8 +39,13 @@ public final class GatewayStall: Sendable {
         for answer in held { answer() }
     }
 
+    /// Runs `task` on `eventLoop` at `deadline`, or once the stall ends if that is later.
+    func schedule(on eventLoop: any EventLoop, at deadline: NIODeadline, _ task: @escaping @Sendable () -> Void) {
+        self.afterward { eventLoop.scheduleTask(deadline: deadline, task) }
+    }
+
     /// Runs `answer` now when no stall is on, or when the stall ends.
-    func afterward(_ answer: @escaping @Sendable () -> Void) {
+    private func afterward(_ answer: @escaping @Sendable () -> Void) {
         let now = self.state.withLock { state in
             guard state.isOn else { return true }
             state.held.append(answer)

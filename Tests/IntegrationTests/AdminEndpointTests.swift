@@ -4,6 +4,7 @@ import Foundation
 import NIOCore
 import PushFleetCore
 import PushFleetTestSupport
+import Synchronization
 import Testing
 
 #if canImport(FoundationNetworking)
@@ -82,7 +83,11 @@ import FoundationNetworking
         let fixture = try await BinaryFixture.start(invalidTokens: [TestTokens.token(9)])
         defer { Task { await fixture.stop() } }
         let port = try #require(fixture.ports.admin)
-        let configuration = try HTTP2SenderFixture.configuration(port: fixture.ports.http2!, certificate: true, maximumAttempts: 1)
+        // The sender waits out any slowness of the test's (its requests held meanwhile), never
+        // giving a request up while the stall holds its answer.
+        let configuration = try HTTP2SenderFixture.configuration(
+            port: fixture.ports.http2!, certificate: true, maximumAttempts: 1, requestTimeout: .seconds(600)
+        )
         let (on, body) = try await self.request("POST", "/stall", port: port)
         #expect(on == 200 && body["stall"] as? Bool == true)
 
@@ -122,20 +127,10 @@ import FoundationNetworking
 }
 
 /// Which exchanges got their answers, in order.
-private final class Answered: @unchecked Sendable {
-    // unchecked Sendable: every access holds the lock.
-    private let lock = NSLock()
-    private var answered: [String] = []
+private final class Answered: Sendable {
+    private let answered = Mutex<[String]>([])
 
-    func mark(_ name: String) {
-        self.lock.lock()
-        defer { self.lock.unlock() }
-        self.answered.append(name)
-    }
+    func mark(_ name: String) { self.answered.withLock { $0.append(name) } }
 
-    var names: [String] {
-        self.lock.lock()
-        defer { self.lock.unlock() }
-        return self.answered
-    }
+    var names: [String] { self.answered.withLock { $0 } }
 }

@@ -157,6 +157,7 @@ extension PipelineTests {
         ring.worker.signal(SIGKILL)
         _ = await ring.worker.wait()
         ring.fixture.mock.stall.end()
+        try await ring.requireNotified()
         let successor = try ring.fixture.startWorker(protocol: `protocol`)
         let report = try await ring.waitUntilCompleted()
         ring.expectEveryPhoneCountedOnce(report)
@@ -177,7 +178,9 @@ extension PipelineTests {
         let ring = try await RingInFlight.start(protocol: `protocol`, manner: manner)
         defer { Task { await ring.fixture.stop() } }
         ring.worker.signal(SIGSTOP)
+        try await ring.worker.waitUntilStopped()
         ring.fixture.mock.stall.end()
+        try await ring.requireNotified()
         let claimed = try await ring.claims()
         let successor = try ring.fixture.startWorker(protocol: `protocol`)
         try await ring.waitForClaims(after: claimed, by: successor)
@@ -205,6 +208,7 @@ extension PipelineTests {
         let ring = try await RingInFlight.start(protocol: `protocol`, stalled: false)
         defer { Task { await ring.fixture.stop() } }
         ring.worker.signal(SIGTERM)
+        try await ring.requireNotified()
         #expect(await ring.worker.wait() == 0, "a draining worker exits cleanly: \(ring.worker.standardError.suffix(4_000))")
         let report = try await ring.waitUntilCompleted()
         ring.expectEveryPhoneCountedOnce(report)
@@ -222,6 +226,7 @@ extension PipelineTests {
         defer { Task { await ring.fixture.stop() } }
         ring.coordinator.signal(SIGKILL)
         _ = await ring.coordinator.wait()
+        try await ring.requireNotified()
         let coordinator = try ring.fixture.startCoordinator()
         let report = try await ring.waitUntilCompleted()
         ring.expectEveryPhoneCountedOnce(report)
@@ -233,13 +238,14 @@ extension PipelineTests {
 
 /// A ring to a household's six phones, held in flight by its only worker: every answer waits 3 s
 /// from its request (HTTP/2: the response; binary: the answer to the worker's sentinel), so the
-/// worker cannot yet know its six frames were taken. A test whose worker must not get its
-/// answers before the test acts on it (killed, frozen) starts the ring with the simulator
-/// stalled, which holds them for as long as the test needs: the 3 s alone did not on a loaded
-/// machine (CI once saw the ring answered before its worker was stopped); a read-rate limit does
-/// not either, since all six and the sentinel fit one read. What happens to the worker next is
-/// the test's, which then ends the stall (`fixture.mock.stall.end()`); a new holder's answers
-/// still come 3 s after its requests, after the old holder's.
+/// worker cannot yet know its six frames were taken; the test acts on the worker as soon as the
+/// gateway has read them. A test whose worker must not get its answers before that (killed,
+/// frozen) starts the ring with the simulator stalled, which holds them however long the test
+/// takes to act, up to the worker's own wait for an answer (binary 5 s, HTTP/2 10 s; past it
+/// the worker gives the connection up and writes the ring again). A read-rate limit does not
+/// hold them: all six and the sentinel fit one read. What happens to the worker next is the
+/// test's, which then ends the stall (`fixture.mock.stall.end()`); a new holder's answers still
+/// come 3 s after its requests, after the old holder's.
 struct RingInFlight {
     let fixture: PipelineFixture
     let household: Household
@@ -247,6 +253,8 @@ struct RingInFlight {
     let worker: PushFleetProcess
     let protocolName: String
     let id: UUID
+    /// The `pushfleet notify` that rang, which may still be ending.
+    let notify: Task<(status: Int32, output: String, error: String), any Error>
 
     /// Starts the fixture (its HTTP/2 gateway in `manner`), the coordinator and the worker, and
     /// rings, with the simulator `stalled` or not. The fixture is stopped if any of it fails;
@@ -272,19 +280,32 @@ struct RingInFlight {
         // The lane's connection is open before the ring (HTTP/2), so the ring goes at once.
         try await Task.sleep(for: .seconds(1))
         if stalled { fixture.mock.stall.begin() }
-        // The lease is looked for while `notify` runs, not after it ends: a loaded machine can
-        // take longer to end the process than the ring takes to deliver (CI saw it once).
+        // The ring is in flight before `notify` ends, and the test acts on it then, not after
+        // the process has ended: a loaded machine can take longer to end a process (its exit,
+        // its pipes closing) than the ring takes to be answered, or than the worker waits for
+        // an answer before it writes the ring again (CI saw both). `requireNotified()` checks
+        // the process afterwards.
         let id = UUID()
-        async let sent = fixture.notify(["--group", household.group, "--notification-id", id.uuidString], protocol: `protocol`)
-        try await fixture.waitUntilLeased(id, by: worker)
-        let notified = try await sent
+        let notify = Task { try await fixture.notify(["--group", household.group, "--notification-id", id.uuidString], protocol: `protocol`) }
+        do {
+            try await fixture.waitUntilLeased(id, by: worker)
+            // Seen at its claim, the ring may not be written yet: the binary lane connects on
+            // its first notification (a TLS handshake, slow on a loaded machine; CI saw a fixed
+            // wait fall short). The gateway's ledger holds the six once it has read them.
+            try await Self.waitUntilWritten(household.phones, to: fixture, by: worker)
+        } catch {
+            let notified = try? await notify.value
+            throw WaitFailure("\(error); notify ended with \(notified.map { "status \($0.status): \($0.error)" } ?? "an error")")
+        }
+        return RingInFlight(
+            fixture: fixture, household: household, coordinator: coordinator, worker: worker, protocolName: `protocol`, id: id, notify: notify
+        )
+    }
+
+    /// Waits for the `notify` that rang to end, and requires it to have succeeded.
+    func requireNotified() async throws {
+        let notified = try await self.notify.value
         try #require(notified.status == 0, "\(notified.error)")
-        // Seen at its claim, the ring may not be written yet: the binary lane connects on its
-        // first notification (a TLS handshake, slow on a loaded machine; CI saw a fixed wait
-        // fall short). The gateway's ledger holds the six once it has read them, 3 s before
-        // it answers.
-        try await Self.waitUntilWritten(household.phones, to: fixture, by: worker)
-        return RingInFlight(fixture: fixture, household: household, coordinator: coordinator, worker: worker, protocolName: `protocol`, id: id)
     }
 
     /// Waits until the gateway has read every one of `phones`' notifications. Fails when `worker`
@@ -476,5 +497,20 @@ extension PipelineFixture {
             ["notify", "--topic", self.topic, "--protocol", `protocol`, "--payload", #"{"aps":{"alert":"Someone is at the door","sound":"default"}}"#]
                 + extra + self.stateArguments
         )
+    }
+}
+
+extension PushFleetProcess {
+    /// Waits until the process is stopped (a signal's stop, state `T` in `/proc/PID/stat`); fails
+    /// after ten seconds.
+    func waitUntilStopped() async throws {
+        let start = ContinuousClock.now
+        while true {
+            let stat = (try? String(contentsOfFile: "/proc/\(self.pid)/stat", encoding: .utf8)) ?? ""
+            // The state follows the command name, which is in parentheses.
+            if let close = stat.lastIndex(of: ")"), stat[close...].dropFirst(2).first == "T" { return }
+            guard ContinuousClock.now - start < .seconds(10) else { throw WaitFailure("process \(self.pid) did not stop: \(stat)") }
+            try await Task.sleep(for: .milliseconds(5))
+        }
     }
 }

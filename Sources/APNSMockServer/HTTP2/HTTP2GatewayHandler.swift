@@ -333,17 +333,13 @@ final class HTTP2GatewayHandler: ChannelInboundHandler {
             self.write(context: context, answers)
             return
         }
-        let due = NIODeadline.now() + (delay ?? .zero)
-        let eventLoop = context.eventLoop
-        let loopBound = NIOLoopBound((self, context), eventLoop: eventLoop)
-        self.stall.afterward {
-            eventLoop.scheduleTask(deadline: due) {
-                let (handler, context) = loopBound.value
-                guard !handler.closing else { return }
-                handler.write(context: context, answers)
-                handler.flush(context: context)
-                handler.closeIfDone(context: context)
-            }
+        let loopBound = NIOLoopBound((self, context), eventLoop: context.eventLoop)
+        self.stall.schedule(on: context.eventLoop, at: .now() + (delay ?? .zero)) {
+            let (handler, context) = loopBound.value
+            guard !handler.closing else { return }
+            handler.write(context: context, answers)
+            handler.flush(context: context)
+            handler.closeIfDone(context: context)
         }
     }
 
