@@ -50,7 +50,9 @@ extension PipelineTests {
         defer { Task { await fixture.stop() } }
         let coordinator = try fixture.startCoordinator(["--outage-resume-s", "2"])
         let workers = try (0..<2).map { _ in try fixture.startHTTP2Worker(.providerToken) }
-        let id = try await fixture.launch(protocol: "http2")
+        // Throttled, so that the outage begins with most of the campaign still to send: unthrottled,
+        // a fast machine delivered all 50,000 before the test could start it (CI saw it).
+        let id = try await fixture.launch(["--rate", "4000"], protocol: "http2")
         _ = try await fixture.waitForStatus(id) { ($0["accepted"] as? Int ?? 0) >= 5_000 }
 
         fixture.mock.server.outage.set(503)
