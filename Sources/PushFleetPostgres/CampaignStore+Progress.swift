@@ -111,7 +111,7 @@ extension CampaignStore {
         // In byte order: each chunk then fills neighbouring leaves of the (campaign, token) key
         // instead of one at random per row (a psql trial, 200,000 rows in 10,000-row chunks:
         // 4.1 µs a row against 5.0 unsorted; docs/benchmarks.md, 2026-11-29, for the whole run).
-        let sorted = rejections.sorted { DeviceToken.byteOrder($0.token, $1.token) }
+        let sorted = rejections.sorted { $0.token.precedesInByteOrder($1.token) }
         for chunk in Self.chunks(sorted) {
             // A missing APNs timestamp travels as -1 (bind arrays carry no NULLs) and is stored as NULL.
             try await connection.query(

@@ -44,7 +44,7 @@ extension CampaignStore {
         // `distinct(_:)`, so concurrent writers lock rows in the same order.
         var latest: [DeviceToken: TokenMark] = [:]
         for mark in marks where latest[mark.token].map({ $0.since <= mark.since }) ?? true { latest[mark.token] = mark }
-        let unique = latest.values.sorted { DeviceToken.byteOrder($0.token, $1.token) }
+        let unique = latest.values.sorted { $0.token.precedesInByteOrder($1.token) }
         for chunk in Self.chunks(unique) {
             try await connection.query(
                 """
@@ -70,7 +70,7 @@ extension CampaignStore {
     /// cannot deadlock each other.
     static func distinct(_ tokens: [DeviceToken]) -> [DeviceToken] {
         var seen = Set<DeviceToken>(minimumCapacity: tokens.count)
-        return tokens.filter { seen.insert($0).inserted }.sorted(by: DeviceToken.byteOrder)
+        return tokens.filter { seen.insert($0).inserted }.sorted { $0.precedesInByteOrder($1) }
     }
 
     static func chunks<Element>(_ elements: [Element]) -> [ArraySlice<Element>] {

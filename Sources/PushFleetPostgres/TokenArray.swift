@@ -39,11 +39,6 @@ extension DeviceToken {
     /// The token as a `bytea` bind.
     var byteBuffer: ByteBuffer { self.withUnsafeBytes { ByteBuffer(bytes: $0) } }
 
-    /// Postgres' `bytea` order: bytes compared in turn, a prefix before the longer token.
-    static func byteOrder(_ lhs: DeviceToken, _ rhs: DeviceToken) -> Bool {
-        lhs.precedesInByteOrder(rhs)
-    }
-
     /// Reads a token back from a `bytea` column.
     init(postgres buffer: ByteBuffer) throws {
         self = try buffer.withUnsafeReadableBytes { try DeviceToken(bytes: $0) }
