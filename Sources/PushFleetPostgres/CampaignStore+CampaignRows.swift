@@ -100,7 +100,8 @@ extension CampaignStore {
         }
     }
 
-    /// The tokens APNs rejected in a campaign, in ascending byte order, one page at a time.
+    /// The tokens APNs rejected in a campaign, in ascending byte order, one page at a time: each once,
+    /// with its first recorded rejection.
     /// - Parameters:
     ///   - after: the last token of the previous page; `nil` for the first page.
     ///   - limit: the most rows to return. Defaults to 10,000.
@@ -110,8 +111,8 @@ extension CampaignStore {
         return try await self.withConnection("read token failures of campaign \(id)") { connection in
             let rows = try await connection.query(
                 """
-                SELECT token, reason, shard, apns_timestamp FROM token_failures
-                WHERE campaign_id = \(id) AND token > \(start) ORDER BY token LIMIT \(limit)
+                SELECT DISTINCT ON (token) token, reason, shard, apns_timestamp FROM token_failures
+                WHERE campaign_id = \(id) AND token > \(start) ORDER BY token, observed_at LIMIT \(limit)
                 """,
                 logger: self.logger
             )

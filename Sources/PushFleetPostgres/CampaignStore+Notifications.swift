@@ -51,7 +51,11 @@ extension CampaignStore {
             var index: [DeviceToken: Int] = [:]
             for (offset, device) in devices.enumerated() { index[device.token] = offset }
             let failures = try await connection.query(
-                "SELECT token, reason, apns_timestamp FROM token_failures WHERE campaign_id = \(id)", logger: self.logger
+                """
+                SELECT DISTINCT ON (token) token, reason, apns_timestamp FROM token_failures
+                WHERE campaign_id = \(id) ORDER BY token, observed_at
+                """,
+                logger: self.logger
             )
             for try await (bytes, reason, timestamp) in failures.decode((ByteBuffer, String, Int64?).self) {
                 guard let offset = index[try DeviceToken(postgres: bytes)] else { continue }

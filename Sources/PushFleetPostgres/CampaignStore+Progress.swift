@@ -13,8 +13,8 @@ extension CampaignStore {
     /// newer than the stored one (Redis stream order: milliseconds, then sequence; `0-0` lowest) is
     /// skipped whole, unless it carries no events (a counters-only update), whose counters are written.
     ///
-    /// Applying events inserts `token_failures` rows (one per campaign and token), and marks rejected
-    /// tokens in the registry: `BadDeviceToken` and `DeviceTokenNotForTopic` quarantined, `InvalidToken`
+    /// Applying events appends `token_failures` rows (one per rejection), and marks the rejected
+    /// tokens the registry holds: `BadDeviceToken` and `DeviceTokenNotForTopic` quarantined, `InvalidToken`
     /// invalid, `Unregistered` and `ExpiredToken` unregistered, effective at APNs' timestamp or now; a
     /// token registered after that time stays active. Finished shards are marked `done`.
     /// A finished shard's event marks it done but leaves its cursor to the snapshot (the event may
@@ -108,9 +108,8 @@ extension CampaignStore {
 
     private func recordRejections(_ rejections: [AppliedRejection], campaign id: UUID, app: Int64, on connection: PostgresConnection) async throws {
         let now = Date()
-        // In byte order: each chunk then fills neighbouring leaves of the (campaign, token) key
-        // instead of one at random per row (a psql trial, 200,000 rows in 10,000-row chunks:
-        // 4.1 µs a row against 5.0 unsorted; docs/benchmarks.md, 2026-11-29, for the whole run).
+        // In byte order: each chunk then fills neighbouring leaves of the index instead of one at
+        // random per row (docs/benchmarks.md, 2026-11-29).
         let sorted = rejections.sorted { $0.token.precedesInByteOrder($1.token) }
         for chunk in Self.chunks(sorted) {
             // A missing APNs timestamp travels as -1 (bind arrays carry no NULLs) and is stored as NULL.
@@ -120,7 +119,6 @@ extension CampaignStore {
                 SELECT \(id), u.token, u.reason, u.shard, NULLIF(u.timestamp, -1)
                 FROM unnest(\(TokenArray(chunk.map(\.token))), \(chunk.map(\.reason.rawValue)), \(chunk.map(\.shard)),
                             \(chunk.map { $0.apnsTimestampMilliseconds ?? -1 })) AS u(token, reason, shard, timestamp)
-                ON CONFLICT (campaign_id, token) DO NOTHING
                 """,
                 logger: self.logger
             )
@@ -130,6 +128,8 @@ extension CampaignStore {
             let since = rejection.apnsTimestampMilliseconds.map { Date(timeIntervalSince1970: Double($0) / 1000) } ?? now
             return TokenMark(token: rejection.token, status: status, reason: rejection.reason, since: since)
         }
-        if !marks.isEmpty { try await self.mark(marks, app: app, on: connection) }
+        // Only the tokens the registry holds: a campaign's audience from a file is not registered
+        // devices, and its verdicts are kept in `token_failures`.
+        if !marks.isEmpty { try await self.mark(marks, app: app, addingUnknown: false, on: connection) }
     }
 }

@@ -270,6 +270,14 @@ struct PipelineFixture {
         #expect(duplicates <= duplicatesAllowed, "duplicate deliveries")
     }
 
+    /// Registers the audience's stale tokens an hour ago: the coordinator marks the rejected tokens
+    /// the registry holds, and only those.
+    func registerStaleTokens() async throws {
+        _ = try await self.withStore { store in
+            try await store.importTokens(Array(self.invalid.union(self.unregistered)), topic: self.topic, environment: .production, registeredAt: Date() - 3_600)
+        }
+    }
+
     /// A store for checking the registry, run for the duration of `body`.
     func withStore<T: Sendable>(_ body: (CampaignStore) async throws -> T) async throws -> T {
         let store = CampaignStore(configuration: try PostgresConfiguration(url: self.postgresURL), logger: quietLogger)

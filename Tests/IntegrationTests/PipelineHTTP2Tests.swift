@@ -22,6 +22,13 @@ extension PipelineTests {
             count: 100_000, http2Faults: .init(serviceUnavailableEvery: 100, goAwayAfter: 20_000), maxConcurrentStreams: 16
         )
         defer { Task { await fixture.stop() } }
+        // The registry holds the stale tokens but one of each kind: those two are not registered
+        // devices, so their verdicts stay with the campaign (token_failures) and out of the registry.
+        let (strayInvalid, strayUnregistered) = (try #require(fixture.invalid.first), try #require(fixture.unregistered.first))
+        try await fixture.withStore { store in
+            let held = fixture.invalid.union(fixture.unregistered).subtracting([strayInvalid, strayUnregistered])
+            _ = try await store.importTokens(Array(held), topic: fixture.topic, environment: .production, registeredAt: Date() - 3_600)
+        }
         let coordinator = try fixture.startCoordinator()
         let workers = try (0..<2).map { _ in try fixture.startHTTP2Worker(authentication) }
         let id = try await fixture.launch(protocol: "http2")
@@ -39,16 +46,19 @@ extension PipelineTests {
         // BadDeviceToken quarantines (a wrong environment looks the same); 410 marks the token
         // unregistered at APNs' timestamp.
         try await fixture.withStore { store in
+            let status = { (token: DeviceToken) in try await store.tokenStatus(token, topic: fixture.topic, environment: .production) }
             var quarantined = 0
-            for token in fixture.invalid where try await store.tokenStatus(token, topic: fixture.topic, environment: .production) == .quarantined {
-                quarantined += 1
-            }
-            #expect(quarantined == fixture.invalid.count)
+            for token in fixture.invalid where try await status(token) == .quarantined { quarantined += 1 }
+            #expect(quarantined == fixture.invalid.count - 1)
             var unregistered = 0
-            for token in fixture.unregistered where try await store.tokenStatus(token, topic: fixture.topic, environment: .production) == .unregistered {
-                unregistered += 1
-            }
-            #expect(unregistered == fixture.unregistered.count)
+            for token in fixture.unregistered where try await status(token) == .unregistered { unregistered += 1 }
+            #expect(unregistered == fixture.unregistered.count - 1)
+            #expect(try await status(strayInvalid) == nil)
+            #expect(try await status(strayUnregistered) == nil)
+            let recorded = try await store.tokenFailures(campaign: id, limit: fixture.tokens.count)
+            #expect(recorded.count == fixture.invalid.count + fixture.unregistered.count, "each rejected token recorded once")
+            #expect(recorded.contains { $0.token == strayInvalid && $0.reason == .badDeviceToken })
+            #expect(recorded.contains { $0.token == strayUnregistered && $0.reason == .unregistered && $0.apnsTimestampMilliseconds != nil })
         }
         for worker in workers { worker.signal(SIGTERM) }
         coordinator.signal(SIGTERM)

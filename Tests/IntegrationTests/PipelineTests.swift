@@ -17,6 +17,7 @@ import Glibc
     @Test func threeWorkersCompleteACampaignExactly() async throws {
         let fixture = try await PipelineFixture.start(count: Self.count)
         defer { Task { await fixture.stop() } }
+        try await fixture.registerStaleTokens()
         let coordinator = try fixture.startCoordinator()
         let workers = try (0..<3).map { _ in try fixture.startWorker() }
         let id = try await fixture.launch()

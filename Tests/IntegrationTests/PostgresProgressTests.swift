@@ -118,6 +118,38 @@ import Testing
         }
     }
 
+    /// A campaign's rejections mark the tokens the registry holds, and only those: the others (an
+    /// audience from a file) are recorded with the campaign. A token recorded twice (a queue
+    /// rebuilt from Postgres sends again what it had sent) is read once, with its first verdict.
+    @Test func rejectionsMarkOnlyRegisteredTokensAndAreReadOncePerToken() async throws {
+        let topic = PostgresFixture.topic("held")
+        let tokens = PostgresFixture.tokens(3)
+        let (held, stray) = (tokens[0], tokens[1])
+        let campaign = PostgresFixture.campaign(topic: topic, shards: 1, perShard: 10)
+        try await PostgresFixture.withStore { store async throws in
+            _ = try await store.importTokens([held], topic: topic, environment: .production, registeredAt: Date() - 3_600)
+            _ = try await store.createCampaign(campaign)
+            let first = ProgressUpdate(
+                campaign: campaign.id, accepted: 0, rejected: ["BadDeviceToken": 2], resent: 0, doneShards: 0,
+                rejections: [AppliedRejection(token: held, reason: .badDeviceToken, shard: 0), AppliedRejection(token: stray, reason: .badDeviceToken, shard: 0)],
+                lastEventID: "1700000000000-1"
+            )
+            #expect(try await store.apply(first))
+            var again = first
+            again.rejections = [AppliedRejection(token: stray, reason: .unregistered, shard: 0, apnsTimestampMilliseconds: 1_700_000_000_000)]
+            again.lastEventID = "1700000000000-2"
+            #expect(try await store.apply(again))
+
+            let status = { (token: DeviceToken) in try await store.tokenStatus(token, topic: topic, environment: .production) }
+            #expect(try await status(held) == .quarantined)
+            #expect(try await status(stray) == nil, "a token the registry does not hold is not added to it")
+            let failures = try await store.tokenFailures(campaign: campaign.id)
+            #expect(failures.map(\.token).sorted { $0.precedesInByteOrder($1) } == [held, stray].sorted { $0.precedesInByteOrder($1) })
+            #expect(failures.first { $0.token == stray }?.reason == .badDeviceToken, "the first verdict recorded")
+            #expect(try await store.tokenFailures(campaign: campaign.id, after: failures[0].token) == [failures[1]])
+        }
+    }
+
     @Test func streamIDsCompareNumerically() async throws {
         let campaign = PostgresFixture.campaign(topic: PostgresFixture.topic("ids"))
         try await PostgresFixture.withStore { store async throws in

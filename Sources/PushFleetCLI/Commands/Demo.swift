@@ -91,10 +91,26 @@ struct Demo: AsyncParsableCommand {
         let tokenFile = directory + "/audience.txt"
         try audience.tokens.map(\.hexString).joined(separator: "\n").write(toFile: tokenFile, atomically: false, encoding: .utf8)
 
-        let tls = ["--ca", "\(self.certs)/ca.pem", "--cert", "\(self.certs)/client.pem", "--key", "\(self.certs)/client-key.pem"]
         let stateArguments = ["--redis", self.state.redis, "--postgres", self.state.postgres]
+        let tls = ["--ca", "\(self.certs)/ca.pem", "--cert", "\(self.certs)/client.pem", "--key", "\(self.certs)/client-key.pem"]
         let fleet = ChildProcesses()
         defer { fleet.terminateAll() }
+        if !audience.invalid.isEmpty || !audience.unregistered.isEmpty {
+            // The audience stands for the app's devices, registered a day ago: APNs' verdicts mark
+            // the tokens the registry holds (a campaign keeps them all in its failure records),
+            // where the device registered before the verdict (the feedback service's is in seconds).
+            let registering = monotonicSeconds()
+            let registered = try await self.state.withStore(logger: makeLogger("pushfleet.demo", level: .warning)) { store in
+                var count = 0
+                for start in stride(from: 0, to: audience.tokens.count, by: 10_000) {
+                    let batch = Array(audience.tokens[start..<min(start + 10_000, audience.tokens.count)])
+                    count += try await store.importTokens(batch, topic: topic, environment: .production, registeredAt: Date() - 86_400)
+                }
+                return count
+            }
+            print("registry    \(registered) devices registered in \(String(format: "%.1f", monotonicSeconds() - registering)) s")
+        }
+
         try fleet.start(["coordinator", "--interval-ms", "250", "--feedback-endpoint", "127.0.0.1:\(ports.feedback!)", "--feedback-topic", topic, "--feedback-interval-s", "2"] + tls + stateArguments)
         let sender: [String]
         if self.protocol == .binary {
