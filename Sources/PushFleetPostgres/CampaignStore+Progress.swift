@@ -108,10 +108,8 @@ extension CampaignStore {
 
     private func recordRejections(_ rejections: [AppliedRejection], campaign id: UUID, app: Int64, on connection: PostgresConnection) async throws {
         let now = Date()
-        // In byte order: each chunk then fills neighbouring leaves of the index instead of one at
-        // random per row (docs/benchmarks.md, 2026-11-29).
-        let sorted = rejections.sorted { $0.token.precedesInByteOrder($1.token) }
-        for chunk in Self.chunks(sorted) {
+        // In the order they came: no index of the table is keyed by the token (schema 16).
+        for chunk in Self.chunks(rejections) {
             // A missing APNs timestamp travels as -1 (bind arrays carry no NULLs) and is stored as NULL.
             try await connection.query(
                 """

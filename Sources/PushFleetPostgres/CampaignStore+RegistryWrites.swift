@@ -43,11 +43,7 @@ extension CampaignStore {
     /// that exist costs Postgres a fifth of the upsert for a token it does not find (0.85 against
     /// 4.3 µs a token, psql, 10,000-row statements; docs/benchmarks.md, 2026-11-29).
     func mark(_ marks: [TokenMark], app: Int64, addingUnknown: Bool = true, on connection: PostgresConnection) async throws {
-        // One statement may not update a row twice: keep each token's latest mark. Byte order, as in
-        // `distinct(_:)`, so concurrent writers lock rows in the same order.
-        var latest: [DeviceToken: TokenMark] = [:]
-        for mark in marks where latest[mark.token].map({ $0.since <= mark.since }) ?? true { latest[mark.token] = mark }
-        let unique = latest.values.sorted { $0.token.precedesInByteOrder($1.token) }
+        let unique = Self.latestInByteOrder(marks)
         for chunk in Self.chunks(unique) {
             let tokens = TokenArray(chunk.map(\.token))
             let (statuses, reasons, sinces) = (chunk.map(\.status.rawValue), chunk.map(\.reason.rawValue), chunk.map(\.since))
@@ -83,6 +79,32 @@ extension CampaignStore {
                 )
             }
         }
+    }
+
+    /// Each token's latest mark (of equally late ones, the last given), in byte order of the token:
+    /// one statement may not update a row twice, and concurrent writers then lock rows in the same
+    /// order (as with `distinct(_:)`). Sorts tokens with their positions rather than the marks, whose
+    /// copies retain and release their strings, and picks the latest from each run of one token.
+    static func latestInByteOrder(_ marks: [TokenMark]) -> [TokenMark] {
+        // (token, position) pairs: the sort moves them without retains, and its comparisons borrow
+        // the tokens in place.
+        var order = marks.indices.map { (token: marks[$0].token, position: $0) }
+        order.sort { $0.token.precedesInByteOrder($1.token) }
+        var unique: [TokenMark] = []
+        unique.reserveCapacity(marks.count)
+        var run = order.startIndex
+        while run < order.endIndex {
+            var latest = order[run].position
+            var next = run + 1
+            while next < order.endIndex, order[next].token == order[run].token {
+                let candidate = order[next].position
+                if (marks[candidate].since, candidate) > (marks[latest].since, latest) { latest = candidate }
+                next += 1
+            }
+            unique.append(marks[latest])
+            run = next
+        }
+        return unique
     }
 
     /// Each token once, in byte order: concurrent upserts then lock shared rows in the same order and

@@ -150,6 +150,33 @@ import Testing
         }
     }
 
+    /// The marks one statement writes: each token once, with its latest mark (of equally late
+    /// ones, the last given), in byte order. Runs of one token sit anywhere in the input.
+    @Test func marksKeepEachTokensLatestInByteOrder() {
+        let tokens = PostgresFixture.tokens(40)
+        let t0 = Date(timeIntervalSince1970: 1_700_000_000)
+        var marks: [TokenMark] = []
+        for (n, token) in tokens.enumerated() {
+            // Token n is marked n % 4 + 1 times, at times that go down, up and repeat.
+            for k in 0...(n % 4) {
+                let since = t0 + Double([3, 1, 3, 2][k])
+                let reason = RejectionReason("reason-\(n)-\(k)")
+                marks.append(TokenMark(token: token, status: .unregistered, reason: reason, since: since))
+            }
+        }
+        marks.shuffle()
+        var expected: [DeviceToken: (since: Date, reason: RejectionReason)] = [:]
+        for mark in marks where expected[mark.token].map({ mark.since >= $0.since }) ?? true { expected[mark.token] = (mark.since, mark.reason) }
+
+        let unique = CampaignStore.latestInByteOrder(marks)
+        #expect(unique.map(\.token) == tokens.sorted { $0.precedesInByteOrder($1) })
+        for mark in unique {
+            #expect(mark.since == expected[mark.token]?.since)
+            #expect(mark.reason == expected[mark.token]?.reason, "of equally late marks, the last given")
+        }
+        #expect(CampaignStore.latestInByteOrder([]).isEmpty)
+    }
+
     @Test func streamIDsCompareNumerically() async throws {
         let campaign = PostgresFixture.campaign(topic: PostgresFixture.topic("ids"))
         try await PostgresFixture.withStore { store async throws in
