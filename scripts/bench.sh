@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # scripts/bench.sh [--tokens N] [--workers W] [--connections C] [--protocol binary|http2] [--error-delay-ms D]
 #                  [--stale-percent P] [--doorbell] [--unkind-gateway] [--rate R] [--personalized]
-#                  [--autogroup 0|1]
+#                  [--autogroup 0|1] [--service-weight W]
 #
 # The whole system on this machine, everything local: Redis, Postgres, the simulator, a
 # coordinator and W workers as separate processes; one campaign of N tokens (default
@@ -35,6 +35,10 @@
 # --autogroup 0|1 sets kernel.sched_autogroup_enabled for the run and puts it back afterwards (as
 # root): whether Linux groups processes by session, which decides whether the workers' niced
 # campaign threads give way to Postgres, Redis and the API (docs/operations.md, "Sharing cores").
+# --service-weight W runs Postgres, Redis and `pushfleet api` in a CPU cgroup of weight W (cgroup
+# v2's scale: 100 is what every other process has), as systemd units with `CPUWeight=W` or pods
+# with larger CPU requests would run them: the deployment operations.md asks for where the fleet
+# shares cores with them (as root; cgroup v1's cpu.shares get W × 1024 / 100).
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
 # shellcheck source=lib/services.sh
@@ -53,6 +57,7 @@ unkind=0
 rate=
 personalized=0
 autogroup_wanted=
+service_weight=
 while (($#)); do
     case "$1" in
         --tokens) tokens="$2"; shift 2 ;;
@@ -66,6 +71,7 @@ while (($#)); do
         --rate) rate="$2"; shift 2 ;;
         --personalized) personalized=1; shift ;;
         --autogroup) autogroup_wanted="$2"; shift 2 ;;
+        --service-weight) service_weight="$2"; shift 2 ;;
         *) echo "unknown option $1" >&2; exit 2 ;;
     esac
 done
@@ -93,11 +99,44 @@ if [[ -n "$autogroup_wanted" ]]; then
     trap "echo '$autogroup_before' >'$autogroup_file'" EXIT
     echo "$autogroup_wanted" >"$autogroup_file"
 fi
+[[ -z "$service_weight" || "$service_weight" =~ ^[1-9][0-9]*$ ]] && ((${service_weight:-1} <= 10000)) ||
+    { echo "--service-weight is a CPU weight from 1 to 10000" >&2; exit 2; }
+service_cgroup=
+service_mover=
+# Makes the services' cgroup and puts Postgres (its server and every backend it forks) and Redis in
+# it; a loop puts each `pushfleet api` there as the demo starts it.
+start_service_cgroup() {
+    local root=/sys/fs/cgroup pid
+    if [[ -f "$root/cgroup.controllers" ]] && grep -qw cpu "$root/cgroup.controllers"; then
+        service_cgroup="$root/pushfleet-bench-$$"
+        mkdir "$service_cgroup" && echo "$service_weight" >"$service_cgroup/cpu.weight"
+    elif [[ -d "$root/cpu" ]]; then
+        service_cgroup="$root/cpu/pushfleet-bench-$$"
+        mkdir "$service_cgroup" && echo $((service_weight * 1024 / 100)) >"$service_cgroup/cpu.shares"
+    else
+        echo "--service-weight needs the cgroup cpu controller under $root" >&2; exit 2
+    fi || { echo "--service-weight: cannot make $service_cgroup (root?)" >&2; exit 2; }
+    for pid in "$(head -n 1 "$tmp/pg/pgdata/postmaster.pid")" $(pgrep -P "$(head -n 1 "$tmp/pg/pgdata/postmaster.pid")") "$(cat "$tmp/redis/redis.pid")"; do
+        echo "$pid" >"$service_cgroup/cgroup.procs"
+    done
+    # The demo starts its processes from its own executable's resolved path.
+    local executable
+    executable="$(readlink -f "$bin")"
+    while sleep 0.1; do
+        for pid in $(pgrep -f -- "^$executable api "); do echo "$pid" >"$service_cgroup/cgroup.procs" 2>/dev/null || true; done
+    done &
+    service_mover=$!
+}
+# shellcheck disable=SC2317 # reached through the trap
+bench_exit() {
+    [[ -z "$autogroup_wanted" ]] || echo "$autogroup_before" >"$autogroup_file"
+    [[ -z "$service_mover" ]] || kill "$service_mover" 2>/dev/null || true
+    pf_harness_stop
+    [[ -z "$service_cgroup" ]] || rmdir "$service_cgroup" 2>/dev/null || true
+}
 pf_harness_start bench
-if [[ -n "$autogroup_wanted" ]]; then
-    # shellcheck disable=SC2064
-    trap "echo '$autogroup_before' >'$autogroup_file'; pf_harness_stop" EXIT
-fi
+trap bench_exit EXIT
+[[ -z "$service_weight" ]] || start_service_cgroup
 tls=(--ca "$tmp/certs/ca.pem" --cert "$tmp/certs/client.pem" --key "$tmp/certs/client-key.pem")
 redis_port="${PUSHFLEET_REDIS_URL##*:}"
 topic="com.example.bench"
@@ -111,7 +150,7 @@ redis_memory() { redis-cli -p "$redis_port" info memory | awk -F: '/^used_memory
 # Session groups decide whether the workers' niced campaign threads give way to Postgres, Redis
 # and the API (docs/operations.md, "Sharing cores"): a doorbell figure means little without it.
 autogroup="$(cat /proc/sys/kernel/sched_autogroup_enabled 2>/dev/null || echo unknown)"
-echo "machine: $(nproc) cores, $(free -g | awk '/Mem:/ {print $2}') GiB, $(uname -m), kernel.sched_autogroup_enabled $autogroup, $(date -u +%Y-%m-%dT%H:%MZ)"
+echo "machine: $(nproc) cores, $(free -g | awk '/Mem:/ {print $2}') GiB, $(uname -m), kernel.sched_autogroup_enabled $autogroup${service_weight:+, Postgres, Redis and the API at CPU weight $service_weight}, $(date -u +%Y-%m-%dT%H:%MZ)"
 
 if ((doorbell)); then
     half="$(awk -v p="$stale_percent" 'BEGIN { print p / 2 }')"
