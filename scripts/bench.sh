@@ -36,9 +36,10 @@
 # root): whether Linux groups processes by session, which decides whether the workers' niced
 # campaign threads give way to Postgres, Redis and the API (docs/operations.md, "Sharing cores").
 # --service-weight W runs Postgres, Redis and `pushfleet api` in a CPU cgroup of weight W (cgroup
-# v2's scale: 100 is what every other process has), as systemd units with `CPUWeight=W` or pods
-# with larger CPU requests would run them: the deployment operations.md asks for where the fleet
-# shares cores with them (as root; cgroup v1's cpu.shares get W × 1024 / 100).
+# v2's scale, where a unit's default is 100), as systemd units with `CPUWeight=W` or pods with
+# larger CPU requests would run them: the deployment operations.md asks for where the fleet shares
+# cores with them. As root; with cgroup v1 its cpu.shares get W × 1024 / 100 (each session group
+# of the root cgroup has 1024).
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
 # shellcheck source=lib/services.sh
@@ -108,6 +109,9 @@ service_mover=
 start_service_cgroup() {
     local root=/sys/fs/cgroup pid
     if [[ -f "$root/cgroup.controllers" ]] && grep -qw cpu "$root/cgroup.controllers"; then
+        # A child gets cpu.weight only where its parent hands the controller down.
+        grep -qw cpu "$root/cgroup.subtree_control" || echo +cpu >"$root/cgroup.subtree_control" ||
+            { echo "--service-weight: the cpu controller is not enabled for children of $root" >&2; exit 2; }
         service_cgroup="$root/pushfleet-bench-$$"
         mkdir "$service_cgroup" && echo "$service_weight" >"$service_cgroup/cpu.weight"
     elif [[ -d "$root/cpu" ]]; then
@@ -116,23 +120,28 @@ start_service_cgroup() {
     else
         echo "--service-weight needs the cgroup cpu controller under $root" >&2; exit 2
     fi || { echo "--service-weight: cannot make $service_cgroup (root?)" >&2; exit 2; }
-    for pid in "$(head -n 1 "$tmp/pg/pgdata/postmaster.pid")" $(pgrep -P "$(head -n 1 "$tmp/pg/pgdata/postmaster.pid")") "$(cat "$tmp/redis/redis.pid")"; do
-        echo "$pid" >"$service_cgroup/cgroup.procs"
-    done
-    # The demo starts its processes from its own executable's resolved path.
-    local executable
-    executable="$(readlink -f "$bin")"
-    while sleep 0.1; do
-        for pid in $(pgrep -f -- "^$executable api "); do echo "$pid" >"$service_cgroup/cgroup.procs" 2>/dev/null || true; done
+    local postmaster
+    postmaster="$(head -n 1 "$tmp/pg/pgdata/postmaster.pid")"
+    echo "$postmaster" >"$service_cgroup/cgroup.procs"
+    cat "$tmp/redis/redis.pid" >"$service_cgroup/cgroup.procs"
+    # The backends already running (a new one is forked into its server's cgroup); one may have ended.
+    for pid in $(pgrep -P "$postmaster"); do echo "$pid" >"$service_cgroup/cgroup.procs" 2>/dev/null || true; done
+    # The demo (a child of this script) starts `pushfleet api` as a child of its own.
+    while kill -0 $$ 2>/dev/null && sleep 0.1; do
+        for demo in $(pgrep -P $$); do
+            for pid in $(pgrep -P "$demo" -f -- "^[^ ]+ api "); do echo "$pid" >"$service_cgroup/cgroup.procs" 2>/dev/null || true; done
+        done
     done &
     service_mover=$!
 }
 # shellcheck disable=SC2317 # reached through the trap
 bench_exit() {
+    set +e  # every step runs, whatever an earlier one did
     [[ -z "$autogroup_wanted" ]] || echo "$autogroup_before" >"$autogroup_file"
     [[ -z "$service_mover" ]] || kill "$service_mover" 2>/dev/null || true
     pf_harness_stop
-    [[ -z "$service_cgroup" ]] || rmdir "$service_cgroup" 2>/dev/null || true
+    [[ -z "$service_cgroup" ]] || rmdir "$service_cgroup" 2>/dev/null ||
+        echo "bench: $service_cgroup is left behind (a process still in it: see its cgroup.procs)" >&2
 }
 pf_harness_start bench
 trap bench_exit EXIT

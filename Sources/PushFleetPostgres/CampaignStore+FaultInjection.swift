@@ -33,3 +33,15 @@ extension CampaignStore {
         }
     }
 }
+
+extension CampaignStore {
+    /// How many `token_failures` rows a campaign has, duplicates included (``tokenFailures(campaign:after:limit:)``
+    /// reads one per token). For tests (`@testable import`).
+    func tokenFailureRowCount(campaign id: UUID) async throws -> Int {
+        try await self.withConnection("count the token failure rows of \(id)") { connection in
+            let rows = try await connection.query("SELECT count(*) FROM token_failures WHERE campaign_id = \(id)", logger: self.logger)
+            for try await count in rows.decode(Int.self) { return count }
+            return 0
+        }
+    }
+}

@@ -53,7 +53,7 @@ extension CampaignStore {
             let failures = try await connection.query(
                 """
                 SELECT DISTINCT ON (token) token, reason, apns_timestamp FROM token_failures
-                WHERE campaign_id = \(id) ORDER BY token, observed_at
+                WHERE campaign_id = \(id) ORDER BY token, observed_at, ctid
                 """,
                 logger: self.logger
             )

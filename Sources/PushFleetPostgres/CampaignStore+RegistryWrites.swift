@@ -39,9 +39,9 @@ extension CampaignStore {
     }
 
     /// Writes status changes for one app; see ``markTokens(_:topic:environment:)``. With
-    /// `addingUnknown` false, tokens the registry does not hold are left out: an update of the rows
-    /// that exist costs Postgres a fifth of the upsert for a token it does not find (0.85 against
-    /// 4.3 µs a token, psql, 10,000-row statements; docs/benchmarks.md, 2026-11-29).
+    /// `addingUnknown` false, tokens the registry does not hold are left out: for such a token an
+    /// update that finds no row costs Postgres a fifth of an upsert that adds one (0.85 against
+    /// 3.7–4.6 µs, psql, 10,000-row statements; docs/benchmarks.md, 2026-11-29).
     func mark(_ marks: [TokenMark], app: Int64, addingUnknown: Bool = true, on connection: PostgresConnection) async throws {
         let unique = Self.latestInByteOrder(marks)
         for chunk in Self.chunks(unique) {
@@ -66,14 +66,27 @@ extension CampaignStore {
                     logger: self.logger
                 )
             } else {
+                // Each row is found by its key and locked in the marks' (byte) order, as the upsert
+                // and `importTokens` lock theirs: the lateral lookup runs once per mark, in order.
+                // A plain UPDATE … FROM would lock in whatever order its join found the rows (a hash
+                // join over the whole table, which the planner picks for large batches), could
+                // deadlock with an import of the same tokens, and would read the whole registry.
                 try await connection.query(
                     """
+                    WITH held AS (
+                        SELECT d.row, u.status, u.reason, u.since
+                        FROM unnest(\(tokens), \(statuses), \(reasons), \(sinces)) AS u(token, status, reason, since)
+                        CROSS JOIN LATERAL (
+                            SELECT d.ctid AS row FROM device_tokens d
+                            WHERE d.app_id = \(app) AND d.token = u.token AND d.registered_at < u.since
+                            FOR UPDATE
+                        ) d
+                    )
                     UPDATE device_tokens AS d SET
-                        status = u.status,
-                        invalid_since = CASE WHEN u.status = 'active' THEN NULL ELSE GREATEST(d.invalid_since, u.since) END,
-                        invalid_reason = CASE WHEN u.status = 'active' THEN NULL ELSE u.reason END
-                    FROM unnest(\(tokens), \(statuses), \(reasons), \(sinces)) AS u(token, status, reason, since)
-                    WHERE d.app_id = \(app) AND d.token = u.token AND d.registered_at < u.since
+                        status = held.status,
+                        invalid_since = CASE WHEN held.status = 'active' THEN NULL ELSE GREATEST(d.invalid_since, held.since) END,
+                        invalid_reason = CASE WHEN held.status = 'active' THEN NULL ELSE held.reason END
+                    FROM held WHERE d.ctid = held.row
                     """,
                     logger: self.logger
                 )

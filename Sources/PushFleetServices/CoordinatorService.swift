@@ -10,7 +10,7 @@ import Synchronization
 
 /// The only writer of progress to Postgres. One instance leads (a Postgres advisory lock); others
 /// wait. About once a second it folds each campaign's counters and events from Redis into Postgres
-/// idempotently, re-queues shards whose lease expired, marks rejected tokens in the registry, polls
+/// idempotently, re-queues shards whose lease expired, marks the rejected tokens the registry holds, polls
 /// the binary feedback services it is told about, and finishes campaigns whose counts reconcile.
 public final class CoordinatorService: Sendable {
     /// A binary feedback service to poll, and whose tokens it speaks of.

@@ -1,7 +1,7 @@
 import APNSMockServer
 import Foundation
 import PushFleetCore
-import PushFleetPostgres
+@testable import PushFleetPostgres
 import PushFleetTestSupport
 import Testing
 #if canImport(Glibc)
@@ -56,7 +56,9 @@ extension PipelineTests {
             #expect(try await status(strayInvalid) == nil)
             #expect(try await status(strayUnregistered) == nil)
             let recorded = try await store.tokenFailures(campaign: id, limit: fixture.tokens.count)
-            #expect(recorded.count == fixture.invalid.count + fixture.unregistered.count, "each rejected token recorded once")
+            #expect(recorded.count == fixture.invalid.count + fixture.unregistered.count, "every rejected token recorded")
+            // Without a rebuilt queue nothing is settled twice, so no token has a second row.
+            #expect(try await store.tokenFailureRowCount(campaign: id) == recorded.count, "a rejected token recorded twice")
             #expect(recorded.contains { $0.token == strayInvalid && $0.reason == .badDeviceToken })
             #expect(recorded.contains { $0.token == strayUnregistered && $0.reason == .unregistered && $0.apnsTimestampMilliseconds != nil })
         }
