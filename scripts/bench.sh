@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # scripts/bench.sh [--tokens N] [--workers W] [--connections C] [--protocol binary|http2] [--error-delay-ms D]
 #                  [--stale-percent P] [--doorbell] [--unkind-gateway] [--rate R] [--personalized]
-#                  [--autogroup 0|1] [--service-weight W]
+#                  [--autogroup 0|1] [--service-weight W] [--registered]
 #
 # The whole system on this machine, everything local: Redis, Postgres, the simulator, a
 # coordinator and W workers as separate processes; one campaign of N tokens (default
@@ -27,6 +27,10 @@
 # --personalized launches a personalized campaign: the audience is CSV with two fields per
 # recipient (`first_name`, `offer`) and the payload a template naming both, rendered per
 # recipient by the workers.
+#
+# --registered imports the audience into the registry first (`pushfleet tokens import`, timed and
+# printed apart) and launches with `--from-registry`: then every rejection also updates its token's
+# registry row, as for an app's own devices; a token file's rejections have no row to update.
 #
 # --unkind-gateway (HTTP/2) makes the simulator behave as common HTTP/2 servers do rather than as
 # kindly as it can: 250 streams per connection, HTTP/2's 65,535-byte window for request bodies
@@ -59,6 +63,7 @@ rate=
 personalized=0
 autogroup_wanted=
 service_weight=
+registered=0
 while (($#)); do
     case "$1" in
         --tokens) tokens="$2"; shift 2 ;;
@@ -73,6 +78,7 @@ while (($#)); do
         --personalized) personalized=1; shift ;;
         --autogroup) autogroup_wanted="$2"; shift 2 ;;
         --service-weight) service_weight="$2"; shift 2 ;;
+        --registered) registered=1; shift ;;
         *) echo "unknown option $1" >&2; exit 2 ;;
     esac
 done
@@ -80,6 +86,7 @@ done
 [[ -z "$rate" || "$rate" =~ ^[1-9][0-9]*$ ]] || { echo "--rate is a number of notifications a second" >&2; exit 2; }
 ((doorbell == 0)) || [[ -z "$rate" ]] || { echo "--doorbell and --rate are two different runs" >&2; exit 2; }
 tokens="${tokens:-$([[ -n "$rate" ]] && echo $((rate * 20)) || echo 10000000)}"
+((registered == 0 || personalized == 0)) || { echo "--registered launches from the registry, which holds no recipient values: not with --personalized" >&2; exit 2; }
 ((unkind == 0)) || [[ "$protocol" == http2 ]] || { echo "--unkind-gateway is for --protocol http2" >&2; exit 2; }
 stale_percent="${stale_percent:-$((unkind ? 20 : 0))}"
 unkind_options=()
@@ -186,7 +193,7 @@ if [[ -n "$rate" ]]; then
     exit "$status"
 fi
 ((personalized == 0)) || gateway_note="$gateway_note, personalized (2 fields)"
-echo "run: $tokens tokens ($stale_percent% stale), $workers workers x $connections connections, $protocol, simulator error delay $error_delay_ms ms$gateway_note"
+echo "run: $tokens tokens ($stale_percent% stale), $workers workers x $connections connections, $protocol, simulator error delay $error_delay_ms ms$gateway_note$( ((registered)) && echo ", launched from the registry")"
 
 head -c $((tokens * 32)) /dev/urandom | od -An -v -tx1 -w32 | tr -d ' ' >"$tmp/tokens.txt"
 # Stale tokens, evenly spread: token i is stale when floor((i + 1) * S / N) > floor(i * S / N).
@@ -223,10 +230,18 @@ else
         --key-id PFBENCHKEY --team-id PFBENCHTEA --connection-spacing-s 0.2)
 fi
 
+audience_arguments=(--tokens "$audience")
+if ((registered)); then
+    imported="$(now)"
+    "$bin" tokens import "$tmp/tokens.txt" --topic "$topic" --environment production >/dev/null
+    echo "registry import                $(awk -v a="$imported" -v b="$(now)" 'BEGIN { printf "%.1f s", b - a }') (not counted below)"
+    audience_arguments=(--from-registry)
+fi
+
 # Launch alone first, so that its rate and Redis's memory are measured without the fleet.
 memory_before="$(redis_memory)"
 start="$(now)"
-id="$("$bin" launch --topic "$topic" --protocol "$protocol" --tokens "$audience" --payload "$payload" | tail -n 1)"
+id="$("$bin" launch --topic "$topic" --protocol "$protocol" "${audience_arguments[@]}" --payload "$payload" | tail -n 1)"
 launched="$(now)"
 memory_after="$(redis_memory)"
 
