@@ -45,3 +45,12 @@ extension CampaignStore {
         }
     }
 }
+
+extension CampaignStore {
+    /// Runs one statement of SQL written by a test, such as `CREATE DATABASE` (`@testable import`).
+    func execute(testSQL sql: String) async throws {
+        try await self.withConnection("run a test's statement") { connection in
+            _ = try await connection.query(PostgresQuery(unsafeSQL: sql), logger: self.logger)
+        }
+    }
+}

@@ -9,6 +9,12 @@ extension CampaignStore {
     /// `host:port`, when the server is unreachable.
     /// - Returns: nothing; throws ``PostgresStoreError`` on failure, leaving the schema as it was.
     public func migrate() async throws {
+        try await self.migrate(through: nil)
+    }
+
+    /// ``migrate()``, stopping after version `last` when it is given: an upgrade's test starts from
+    /// an older schema (`@testable import`).
+    func migrate(through last: Int?) async throws {
         try await self.withDedicatedConnection("migrate the schema") { connection in
             try await self.transaction(on: connection) { connection in
                 try await connection.query("SELECT pg_advisory_xact_lock(\(Schema.migrationLockKey))", logger: self.logger)
@@ -28,7 +34,7 @@ extension CampaignStore {
                 {
                     applied.insert(version)
                 }
-                for migration in Schema.migrations where !applied.contains(migration.version) {
+                for migration in Schema.migrations where !applied.contains(migration.version) && migration.version <= last ?? .max {
                     for statement in migration.statements {
                         try await connection.query(statement, logger: self.logger)
                     }

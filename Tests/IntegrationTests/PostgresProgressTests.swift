@@ -1,6 +1,7 @@
 import Foundation
 import PushFleetCore
 @testable import PushFleetPostgres
+import PushFleetTestSupport
 import Testing
 
 /// `CampaignStore.apply`: idempotent event application, monotonic counters, rejected tokens in
@@ -239,5 +240,47 @@ import Testing
             // The counts stay: retention is about per-token rows only.
             #expect(try await store.campaign(old.id)?.rejected == ["BadDeviceToken": 3])
         }
+    }
+}
+
+/// Schema 16 on a database that already holds rejections: it drops the (campaign, token) key and
+/// keeps every row, and the store goes on recording and reading them.
+@Suite struct SchemaUpgradeTests {
+    @Test func rejectionsRecordedUnderSchema15SurviveTheUpgradeTo16() async throws {
+        let name = "pushfleet_upgrade_\(String(UInt32.random(in: 0...UInt32.max), radix: 36))"
+        try await PostgresFixture.withStore { store in try await store.execute(testSQL: "CREATE DATABASE \(name)") }
+        var url = try #require(URLComponents(string: try IntegrationEnvironment.postgresURL()))
+        url.path = "/\(name)"
+        let store = CampaignStore(configuration: try PostgresConfiguration(url: try #require(url.string)), logger: PostgresFixture.logger)
+        let running = Task { await store.run() }
+        do {
+            try await store.migrate(through: 15)
+            #expect(try await store.schemaVersions() == Array(1...15))
+            let campaign = PostgresFixture.campaign(topic: PostgresFixture.topic("upgrade"), shards: 1, perShard: 10)
+            let tokens = PostgresFixture.tokens(3)
+            _ = try await store.createCampaign(campaign)
+            func update(_ rejected: ArraySlice<DeviceToken>, id: String) -> ProgressUpdate {
+                ProgressUpdate(
+                    campaign: campaign.id, accepted: 0, rejected: ["BadDeviceToken": rejected.count], resent: 0, doneShards: 0,
+                    rejections: rejected.map { AppliedRejection(token: $0, reason: .badDeviceToken, shard: 0) }, lastEventID: id
+                )
+            }
+            #expect(try await store.apply(update(tokens[0..<2], id: "1700000000000-1")))
+
+            try await store.migrate()
+            #expect(try await store.schemaVersions() == Array(1...16))
+            #expect(try await store.tokenFailureRowCount(campaign: campaign.id) == 2, "the rows recorded before the upgrade")
+            // A token recorded again after the upgrade (a rebuilt queue's) has a second row and is read once.
+            #expect(try await store.apply(update(tokens[1..<3], id: "1700000000000-2")))
+            #expect(try await store.tokenFailureRowCount(campaign: campaign.id) == 4)
+            #expect(Set(try await store.tokenFailures(campaign: campaign.id).map { $0.token }) == Set(tokens))
+            #expect(try await store.tokenFailures(campaign: campaign.id).count == 3)
+        } catch {
+            running.cancel()
+            throw error
+        }
+        running.cancel()
+        try await Task.sleep(for: .milliseconds(200))  // the pool's connections close with its run
+        try await PostgresFixture.withStore { store in try await store.execute(testSQL: "DROP DATABASE IF EXISTS \(name) WITH (FORCE)") }
     }
 }
