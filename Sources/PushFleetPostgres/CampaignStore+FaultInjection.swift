@@ -44,9 +44,7 @@ extension CampaignStore {
             return 0
         }
     }
-}
 
-extension CampaignStore {
     /// Runs one statement of SQL written by a test, such as `CREATE DATABASE` (`@testable import`).
     func execute(testSQL sql: String) async throws {
         try await self.withConnection("run a test's statement") { connection in

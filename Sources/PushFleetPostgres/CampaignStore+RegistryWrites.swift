@@ -47,44 +47,40 @@ extension CampaignStore {
     func mark(_ marks: [TokenMark], app: Int64, addingUnknown: Bool = true, on connection: PostgresConnection) async throws {
         let unique = Self.latestInByteOrder(marks)
         guard !unique.isEmpty else { return }
-        if !addingUnknown {
-            try await self.withKeyProbes(on: connection) {
-                for chunk in Self.chunks(unique) {
-                    try await connection.query(
-                        """
-                        UPDATE device_tokens AS d SET
-                            status = u.status,
-                            invalid_since = CASE WHEN u.status = 'active' THEN NULL ELSE GREATEST(d.invalid_since, u.since) END,
-                            invalid_reason = CASE WHEN u.status = 'active' THEN NULL ELSE u.reason END
-                        FROM unnest(\(TokenArray(chunk.map(\.token))), \(chunk.map(\.status.rawValue)), \(chunk.map(\.reason.rawValue)),
-                                    \(chunk.map(\.since))) AS u(token, status, reason, since)
-                        WHERE d.app_id = \(app) AND d.token = u.token AND d.registered_at < u.since
-                        """,
-                        logger: self.logger
-                    )
-                }
+        let writeAll = {
+            for chunk in Self.chunks(unique) {
+                try await connection.query(Self.markStatement(chunk, app: app, addingUnknown: addingUnknown), logger: self.logger)
             }
-            return
         }
-        for chunk in Self.chunks(unique) {
-            try await connection.query(
+        if addingUnknown { try await writeAll() } else { try await self.withKeyProbes(on: connection, writeAll) }
+    }
+
+    /// One batch of ``mark(_:app:addingUnknown:on:)``: an upsert, or an update of the rows that exist.
+    private static func markStatement(_ chunk: ArraySlice<TokenMark>, app: Int64, addingUnknown: Bool) -> PostgresQuery {
+        let (tokens, statuses, reasons, sinces) = (TokenArray(chunk.map(\.token)), chunk.map(\.status.rawValue), chunk.map(\.reason.rawValue), chunk.map(\.since))
+        guard addingUnknown else {
+            return """
+                UPDATE device_tokens AS d SET
+                    status = u.status,
+                    invalid_since = CASE WHEN u.status = 'active' THEN NULL ELSE GREATEST(d.invalid_since, u.since) END,
+                    invalid_reason = CASE WHEN u.status = 'active' THEN NULL ELSE u.reason END
+                FROM unnest(\(tokens), \(statuses), \(reasons), \(sinces)) AS u(token, status, reason, since)
+                WHERE d.app_id = \(app) AND d.token = u.token AND d.registered_at < u.since
                 """
-                INSERT INTO device_tokens AS d (app_id, token, status, registered_at, invalid_since, invalid_reason)
-                SELECT \(app), u.token, u.status, u.since,
-                       CASE WHEN u.status = 'active' THEN NULL ELSE u.since END,
-                       CASE WHEN u.status = 'active' THEN NULL ELSE u.reason END
-                FROM unnest(\(TokenArray(chunk.map(\.token))), \(chunk.map(\.status.rawValue)), \(chunk.map(\.reason.rawValue)),
-                            \(chunk.map(\.since))) AS u(token, status, reason, since)
-                ON CONFLICT (app_id, token) DO UPDATE SET
-                    status = EXCLUDED.status,
-                    invalid_since = CASE WHEN EXCLUDED.status = 'active' THEN NULL
-                                         ELSE GREATEST(d.invalid_since, EXCLUDED.invalid_since) END,
-                    invalid_reason = EXCLUDED.invalid_reason
-                WHERE d.registered_at < EXCLUDED.registered_at
-                """,
-                logger: self.logger
-            )
         }
+        return """
+            INSERT INTO device_tokens AS d (app_id, token, status, registered_at, invalid_since, invalid_reason)
+            SELECT \(app), u.token, u.status, u.since,
+                   CASE WHEN u.status = 'active' THEN NULL ELSE u.since END,
+                   CASE WHEN u.status = 'active' THEN NULL ELSE u.reason END
+            FROM unnest(\(tokens), \(statuses), \(reasons), \(sinces)) AS u(token, status, reason, since)
+            ON CONFLICT (app_id, token) DO UPDATE SET
+                status = EXCLUDED.status,
+                invalid_since = CASE WHEN EXCLUDED.status = 'active' THEN NULL
+                                     ELSE GREATEST(d.invalid_since, EXCLUDED.invalid_since) END,
+                invalid_reason = EXCLUDED.invalid_reason
+            WHERE d.registered_at < EXCLUDED.registered_at
+            """
     }
 
     /// Runs `body`, whose statements join an unnest of marks to `device_tokens`, with the planner

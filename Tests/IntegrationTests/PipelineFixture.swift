@@ -270,11 +270,12 @@ struct PipelineFixture {
         #expect(duplicates <= duplicatesAllowed, "duplicate deliveries")
     }
 
-    /// Registers the audience's stale tokens an hour ago: the coordinator marks the rejected tokens
-    /// the registry holds, and only those.
-    func registerStaleTokens() async throws {
+    /// Registers the audience's stale tokens but `excepted` an hour ago: the coordinator marks the
+    /// rejected tokens the registry holds, and only those.
+    func registerStaleTokens(except excepted: Set<DeviceToken> = []) async throws {
+        let held = self.invalid.union(self.unregistered).subtracting(excepted)
         _ = try await self.withStore { store in
-            try await store.importTokens(Array(self.invalid.union(self.unregistered)), topic: self.topic, environment: .production, registeredAt: Date() - 3_600)
+            try await store.importTokens(Array(held), topic: self.topic, environment: .production, registeredAt: Date() - 3_600)
         }
     }
 

@@ -25,10 +25,7 @@ extension PipelineTests {
         // The registry holds the stale tokens but one of each kind: those two are not registered
         // devices, so their verdicts stay with the campaign (token_failures) and out of the registry.
         let (strayInvalid, strayUnregistered) = (try #require(fixture.invalid.first), try #require(fixture.unregistered.first))
-        try await fixture.withStore { store in
-            let held = fixture.invalid.union(fixture.unregistered).subtracting([strayInvalid, strayUnregistered])
-            _ = try await store.importTokens(Array(held), topic: fixture.topic, environment: .production, registeredAt: Date() - 3_600)
-        }
+        try await fixture.registerStaleTokens(except: [strayInvalid, strayUnregistered])
         let coordinator = try fixture.startCoordinator()
         let workers = try (0..<2).map { _ in try fixture.startHTTP2Worker(authentication) }
         let id = try await fixture.launch(protocol: "http2")

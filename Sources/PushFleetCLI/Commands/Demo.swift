@@ -101,12 +101,7 @@ struct Demo: AsyncParsableCommand {
             // where the device registered before the verdict (the feedback service's is in seconds).
             let registering = monotonicSeconds()
             let registered = try await self.state.withStore(logger: makeLogger("pushfleet.demo", level: .warning)) { store in
-                var count = 0
-                for start in stride(from: 0, to: audience.tokens.count, by: 10_000) {
-                    let batch = Array(audience.tokens[start..<min(start + 10_000, audience.tokens.count)])
-                    count += try await store.importTokens(batch, topic: topic, environment: .production, registeredAt: Date() - 86_400)
-                }
-                return count
+                try await store.importTokens(audience.tokens, topic: topic, environment: .production, registeredAt: Date() - 86_400)
             }
             print("registry    \(registered) devices registered in \(String(format: "%.1f", monotonicSeconds() - registering)) s")
         }
