@@ -40,7 +40,10 @@ final class BinaryGatewayHandler: ChannelInboundHandler {
     private var payloads: [(fingerprint: UInt64, digest: UInt64)] = []
     private var nextReadAllowed = NIODeadline.uptimeNanoseconds(0)
 
-    init(configuration: MockAPNSConfiguration, ledger: DeliveryLedger, feedback: FeedbackStore, acceptedByGateway: AcceptedCounter, stall: GatewayStall, logger: Logger) {
+    init(
+        configuration: MockAPNSConfiguration, refusedTokens: RefusedTokens, ledger: DeliveryLedger, feedback: FeedbackStore, acceptedByGateway: AcceptedCounter,
+        stall: GatewayStall, logger: Logger
+    ) {
         self.ledger = ledger
         self.acceptedByGateway = acceptedByGateway
         self.feedback = feedback
@@ -49,10 +52,7 @@ final class BinaryGatewayHandler: ChannelInboundHandler {
         self.faults = configuration.binaryFaults
         self.recordPayloads = configuration.recordPayloads
         self.logger = logger
-        self.validator = BinaryNotificationValidator(
-            invalidTokens: configuration.invalidTokens,
-            unregisteredTokens: configuration.unregisteredTokens
-        )
+        self.validator = BinaryNotificationValidator(refusedTokens: refusedTokens)
         self.fingerprints.reserveCapacity(512)
     }
 

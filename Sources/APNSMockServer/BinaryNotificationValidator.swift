@@ -14,16 +14,14 @@ struct BinaryNotificationValidator {
         case rejected(BinaryStatus)
     }
 
-    private let invalidTokens: Set<DeviceToken>
-    private let unregisteredTokens: Set<DeviceToken>
+    private let refusedTokens: RefusedTokens
     /// A campaign sends the same payload bytes to every token: check them once.
     private var lastPayload: ByteBuffer? = nil
     private var lastPayloadIsObject = false
     private var lastPayloadIsContentAvailableOnly = false
 
-    init(invalidTokens: Set<DeviceToken>, unregisteredTokens: Set<DeviceToken>) {
-        self.invalidTokens = invalidTokens
-        self.unregisteredTokens = unregisteredTokens
+    init(refusedTokens: RefusedTokens) {
+        self.refusedTokens = refusedTokens
     }
 
     mutating func validate(_ notification: BinaryInboundNotification) -> Verdict {
@@ -39,12 +37,14 @@ struct BinaryNotificationValidator {
         guard !(priority == 10 && self.lastPayloadIsContentAvailableOnly) else { return .rejected(.processingError) }
 
         let fingerprint = token.withUnsafeReadableBytes(TokenFingerprint.of)
-        guard !self.invalidTokens.isEmpty || !self.unregisteredTokens.isEmpty else {
-            return .accepted(fingerprint: fingerprint, unregistered: nil)
-        }
+        guard !self.refusedTokens.isEmpty else { return .accepted(fingerprint: fingerprint, unregistered: nil) }
         let deviceToken = try! token.withUnsafeReadableBytes { try DeviceToken(bytes: $0) }  // 32 bytes: cannot fail
-        if self.invalidTokens.contains(deviceToken) { return .rejected(.invalidToken) }
-        return .accepted(fingerprint: fingerprint, unregistered: self.unregisteredTokens.contains(deviceToken) ? deviceToken : nil)
+        switch self.refusedTokens.refusal(of: deviceToken, fingerprint: fingerprint) {
+        case .invalid: return .rejected(.invalidToken)
+        case .unregistered: return .accepted(fingerprint: fingerprint, unregistered: deviceToken)
+        // The binary protocol has no status for a token of another topic.
+        case .otherTopic, nil: return .accepted(fingerprint: fingerprint, unregistered: nil)
+        }
     }
 
     private mutating func inspect(_ payload: ByteBuffer) {

@@ -96,7 +96,7 @@ public final class DeliveryLedger: Sendable {
     }
 
     /// Records rejections counted by reason; one lock acquisition per batch.
-    func recordRejected(counts: [String: Int]) {
+    func recordRejected(counts: [(reason: String, count: Int)]) {
         self.state.withLockedValue { state in
             for (reason, count) in counts { state.rejected[reason, default: 0] += count }
         }

@@ -26,6 +26,8 @@ public final class MockAPNSServer: Sendable {
     public let configuration: MockAPNSConfiguration
     public let ledger: DeliveryLedger
     public let feedback: FeedbackStore
+    /// The configuration's refused tokens, filtered once for every connection.
+    let refusedTokens: RefusedTokens
     /// An APNs outage the HTTP/2 gateway plays while it is on; off at start.
     public let outage = GatewayOutage()
     /// APNs holding every answer while it is on; off at start.
@@ -44,6 +46,7 @@ public final class MockAPNSServer: Sendable {
         logger: Logger = Logger(label: "pushfleet.mock-apns")
     ) {
         self.configuration = configuration
+        self.refusedTokens = RefusedTokens(configuration: configuration)
         self.group = group
         self.ledger = ledger
         self.feedback = FeedbackStore()
@@ -63,6 +66,7 @@ public final class MockAPNSServer: Sendable {
                     try channel.pipeline.syncOperations.addHandler(
                         BinaryGatewayHandler(
                             configuration: self.configuration,
+                            refusedTokens: self.refusedTokens,
                             ledger: self.ledger,
                             feedback: self.feedback,
                             acceptedByGateway: self.acceptedByGateway,

@@ -80,11 +80,13 @@ final class HTTP2GatewayHandler: ChannelInboundHandler {
     private var fingerprints: [UInt64] = []
     /// Accepted payloads' digests, when the simulator records them.
     private var payloads: [(fingerprint: UInt64, digest: UInt64)] = []
-    private var rejections: [String: Int] = [:]
+    /// Rejections since the last flush, by reason: a handful of reasons, so a list, not a hashed map.
+    private var rejections: [(reason: RejectionReason, count: Int)] = []
     private var closing = false
 
     init(
         configuration: MockAPNSConfiguration,
+        refusedTokens: RefusedTokens,
         keys: [String: MockAPNSConfiguration.ProviderKey],
         ledger: DeliveryLedger,
         gatewayStreams: AcceptedCounter,
@@ -102,7 +104,7 @@ final class HTTP2GatewayHandler: ChannelInboundHandler {
         self.logger = logger
         self.allocator = allocator
         self.framer = HTTP2ServerFramer(settings: Self.settings, allocator: allocator)
-        self.validator = HTTP2RequestValidator(configuration: configuration, keys: keys)
+        self.validator = HTTP2RequestValidator(refusedTokens: refusedTokens, allowedTopics: configuration.http2.allowedTopics, keys: keys)
         self.receiveWindow = HTTP2InboundWindow(target: configuration.http2.connectionWindow)
         self.fingerprints.reserveCapacity(256)
     }
@@ -315,7 +317,11 @@ final class HTTP2GatewayHandler: ChannelInboundHandler {
     private func answer(streamID: Int32, apnsID: String, status: Int, reason: RejectionReason?, timestamp: Int64?) {
         var answer = Answer(streamID: streamID, status: status, apnsID: apnsID)
         if let reason {
-            self.rejections[reason.rawValue, default: 0] += 1
+            if let index = self.rejections.firstIndex(where: { $0.reason == reason }) {
+                self.rejections[index].count += 1
+            } else {
+                self.rejections.append((reason, 1))
+            }
             answer.body = Self.errorBody(reason, timestamp: timestamp, allocator: self.allocator)
         }
         self.answers.append(answer)
@@ -401,9 +407,14 @@ final class HTTP2GatewayHandler: ChannelInboundHandler {
     /// APNs' JSON error body, `{"reason":"…"}` with `"timestamp"` for 410; GOAWAY carries it too.
     private static func errorBody(_ reason: RejectionReason, timestamp: Int64?, allocator: ByteBufferAllocator) -> ByteBuffer {
         var body = allocator.buffer(capacity: 48 + reason.rawValue.utf8.count)
-        body.writeString("{\"reason\":\"\(reason.rawValue)\"")
-        if let timestamp { body.writeString(",\"timestamp\":\(timestamp)") }
-        body.writeString("}")
+        body.writeStaticString("{\"reason\":\"")
+        body.writeString(reason.rawValue)
+        body.writeStaticString("\"")
+        if let timestamp {
+            body.writeStaticString(",\"timestamp\":")
+            body.writeString(String(timestamp))
+        }
+        body.writeStaticString("}")
         return body
     }
 
@@ -415,7 +426,7 @@ final class HTTP2GatewayHandler: ChannelInboundHandler {
             self.payloads.removeAll(keepingCapacity: true)
         }
         if !self.rejections.isEmpty {
-            self.ledger.recordRejected(counts: self.rejections)
+            self.ledger.recordRejected(counts: self.rejections.map { ($0.reason.rawValue, $0.count) })
             self.rejections.removeAll(keepingCapacity: true)
         }
     }

@@ -123,11 +123,3 @@ extension MockAPNSProviderKey {
     }
 }
 
-extension HTTP2RequestValidator {
-    init(configuration: MockAPNSConfiguration, keys: [String: MockAPNSProviderKey]) {
-        self.init(
-            invalidTokens: configuration.invalidTokens, unregisteredTokens: configuration.unregisteredTokens,
-            otherTopicTokens: configuration.http2.otherTopicTokens, allowedTopics: configuration.http2.allowedTopics, keys: keys
-        )
-    }
-}

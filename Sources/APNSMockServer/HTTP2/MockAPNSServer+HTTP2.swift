@@ -13,6 +13,7 @@ extension MockAPNSServer {
             try sync.addHandler(
                 HTTP2GatewayHandler(
                     configuration: self.configuration,
+                    refusedTokens: self.refusedTokens,
                     keys: keys,
                     ledger: self.ledger,
                     gatewayStreams: self.http2Streams,

@@ -47,25 +47,17 @@ package struct HTTP2RequestValidator {
     static let largestPayload = PayloadFormat.voip.maximumByteCount
     private static let devicePathPrefix = "/3/device/"
 
-    private let invalidTokens: Set<DeviceToken>
-    private let unregisteredTokens: Set<DeviceToken>
-    private let otherTopicTokens: Set<DeviceToken>
+    private let refusedTokens: RefusedTokens
     private let allowedTopics: Set<String>?
     private var authenticator: ProviderTokenAuthenticator
 
     /// - Parameters:
-    ///   - invalidTokens: answered 400 `BadDeviceToken`.
-    ///   - unregisteredTokens: answered 410 `Unregistered` with a timestamp.
-    ///   - otherTopicTokens: answered 400 `DeviceTokenNotForTopic`.
+    ///   - refusedTokens: invalid ones answered 400 `BadDeviceToken`, unregistered ones 410
+    ///     `Unregistered` with a timestamp, other topics' 400 `DeviceTokenNotForTopic`.
     ///   - allowedTopics: apps (every push type's suffix allowed) or exact topics; `nil` allows any.
     ///   - keys: the provider-token keys by key id.
-    package init(
-        invalidTokens: Set<DeviceToken>, unregisteredTokens: Set<DeviceToken>, otherTopicTokens: Set<DeviceToken>,
-        allowedTopics: Set<String>?, keys: [String: MockAPNSProviderKey]
-    ) {
-        self.invalidTokens = invalidTokens
-        self.unregisteredTokens = unregisteredTokens
-        self.otherTopicTokens = otherTopicTokens
+    init(refusedTokens: RefusedTokens, allowedTopics: Set<String>?, keys: [String: MockAPNSProviderKey]) {
+        self.refusedTokens = refusedTokens
         self.allowedTopics = allowedTopics
         self.authenticator = ProviderTokenAuthenticator(keys: keys)
     }
@@ -178,16 +170,13 @@ package struct HTTP2RequestValidator {
         guard bodyBytes <= PayloadFormat.http2(pushType: request.pushType).maximumByteCount else {
             return .rejected(status: 413, reason: .payloadTooLarge, timestamp: nil)
         }
-        if !self.invalidTokens.isEmpty, self.invalidTokens.contains(token) {
-            return .rejected(status: 400, reason: .badDeviceToken, timestamp: nil)
+        let fingerprint = token.fingerprint
+        switch self.refusedTokens.refusal(of: token, fingerprint: fingerprint) {
+        case .invalid: return .rejected(status: 400, reason: .badDeviceToken, timestamp: nil)
+        case .unregistered: return .rejected(status: 410, reason: .unregistered, timestamp: now)
+        case .otherTopic: return .rejected(status: 400, reason: .deviceTokenNotForTopic, timestamp: nil)
+        case nil: return .accepted(fingerprint: fingerprint)
         }
-        if !self.unregisteredTokens.isEmpty, self.unregisteredTokens.contains(token) {
-            return .rejected(status: 410, reason: .unregistered, timestamp: now)
-        }
-        if !self.otherTopicTokens.isEmpty, self.otherTopicTokens.contains(token) {
-            return .rejected(status: 400, reason: .deviceTokenNotForTopic, timestamp: nil)
-        }
-        return .accepted(fingerprint: token.fingerprint)
     }
 
     // MARK: - Characters
