@@ -102,8 +102,8 @@ extension CampaignStore {
 
     /// The tokens APNs rejected in a campaign, in ascending byte order, one page at a time: each once,
     /// with its first recorded rejection. No index is keyed by the token (schema 16): each page
-    /// sorts the campaign's remaining rows, which suits tests and small campaigns, not an export of
-    /// millions.
+    /// unpacks and sorts the campaign's remaining rejections, which suits tests and small
+    /// campaigns, not an export of millions.
     /// - Parameters:
     ///   - after: the last token of the previous page; `nil` for the first page.
     ///   - limit: the most rows to return. Defaults to 10,000.
@@ -114,7 +114,7 @@ extension CampaignStore {
             let rows = try await connection.query(
                 """
                 SELECT DISTINCT ON (token) token, reason, shard, apns_timestamp FROM token_failures
-                WHERE campaign_id = \(id) AND token > \(start) ORDER BY token, observed_at, ctid LIMIT \(limit)
+                WHERE campaign_id = \(id) AND token > \(start) ORDER BY token, batch, position LIMIT \(limit)
                 """,
                 logger: self.logger
             )

@@ -265,14 +265,15 @@ extension CampaignStore {
         }
     }
 
-    /// Deletes up to `limit` token failures observed before `cutoff`, oldest first.
-    /// - Returns: how many were deleted; fewer than `limit` means none older is left.
+    /// Deletes up to `limit` batches of token failures (a fold's rejections, up to 10,000 each)
+    /// observed before `cutoff`, oldest first.
+    /// - Returns: how many batches were deleted; fewer than `limit` means none older is left.
     public func pruneTokenFailures(observedBefore cutoff: Date, limit: Int = 10_000) async throws -> Int {
         try await self.withConnection("prune token failures") { connection in
             let rows = try await connection.query(
                 """
-                DELETE FROM token_failures WHERE ctid = ANY(ARRAY(
-                    SELECT ctid FROM token_failures WHERE observed_at < \(cutoff) ORDER BY observed_at LIMIT \(limit)
+                DELETE FROM token_failure_batches WHERE batch = ANY(ARRAY(
+                    SELECT batch FROM token_failure_batches WHERE observed_at < \(cutoff) ORDER BY observed_at LIMIT \(limit)
                 )) RETURNING 1
                 """,
                 logger: self.logger

@@ -27,7 +27,7 @@ extension CampaignStore {
     func ageTokenFailures(campaign id: UUID, bySeconds seconds: Int) async throws {
         try await self.withConnection("age the token failures of \(id)") { connection in
             _ = try await connection.query(
-                "UPDATE token_failures SET observed_at = observed_at - make_interval(secs => \(Double(seconds))) WHERE campaign_id = \(id)",
+                "UPDATE token_failure_batches SET observed_at = observed_at - make_interval(secs => \(Double(seconds))) WHERE campaign_id = \(id)",
                 logger: self.logger
             )
         }
@@ -35,7 +35,7 @@ extension CampaignStore {
 }
 
 extension CampaignStore {
-    /// How many `token_failures` rows a campaign has, duplicates included (``tokenFailures(campaign:after:limit:)``
+    /// How many rejections a campaign has recorded (`token_failures` rows), duplicates included (``tokenFailures(campaign:after:limit:)``
     /// reads one per token). For tests (`@testable import`).
     func tokenFailureRowCount(campaign id: UUID) async throws -> Int {
         try await self.withConnection("count the token failure rows of \(id)") { connection in

@@ -53,7 +53,7 @@ extension CampaignStore {
             let failures = try await connection.query(
                 """
                 SELECT DISTINCT ON (token) token, reason, apns_timestamp FROM token_failures
-                WHERE campaign_id = \(id) ORDER BY token, observed_at, ctid
+                WHERE campaign_id = \(id) ORDER BY token, batch, position
                 """,
                 logger: self.logger
             )
@@ -95,7 +95,7 @@ extension CampaignStore {
                 ), tokens AS (
                     DELETE FROM campaign_shard_tokens WHERE campaign_id IN (SELECT campaign_id FROM doomed)
                 ), failures AS (
-                    DELETE FROM token_failures WHERE campaign_id IN (SELECT campaign_id FROM doomed)
+                    DELETE FROM token_failure_batches WHERE campaign_id IN (SELECT campaign_id FROM doomed)
                 )
                 DELETE FROM campaigns WHERE campaign_id IN (SELECT campaign_id FROM doomed) RETURNING 1
                 """,

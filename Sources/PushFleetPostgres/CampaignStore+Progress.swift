@@ -13,7 +13,8 @@ extension CampaignStore {
     /// newer than the stored one (Redis stream order: milliseconds, then sequence; `0-0` lowest) is
     /// skipped whole, unless it carries no events (a counters-only update), whose counters are written.
     ///
-    /// Applying events appends `token_failures` rows (one per rejection), and marks the rejected
+    /// Applying events appends the rejections to `token_failure_batches` (one row per 10,000, read
+    /// one per rejection through the `token_failures` view), and marks the rejected
     /// tokens the registry holds: `BadDeviceToken` and `DeviceTokenNotForTopic` quarantined, `InvalidToken`
     /// invalid, `Unregistered` and `ExpiredToken` unregistered, effective at APNs' timestamp or now; a
     /// token registered after that time stays active. Finished shards are marked `done`.
@@ -108,26 +109,34 @@ extension CampaignStore {
 
     private func recordRejections(_ rejections: [AppliedRejection], campaign id: UUID, app: Int64, on connection: PostgresConnection) async throws {
         let now = Date()
-        // In the order they came: no index of the table is keyed by the token (schema 16).
+        // In the order they came, up to 10,000 a row of parallel arrays (schema 17). A missing APNs
+        // timestamp is stored as -1 (bind arrays carry no NULLs); the `token_failures` view reads it as NULL.
         for chunk in Self.chunks(rejections) {
-            // A missing APNs timestamp travels as -1 (bind arrays carry no NULLs) and is stored as NULL.
             try await connection.query(
                 """
-                INSERT INTO token_failures (campaign_id, token, reason, shard, apns_timestamp)
-                SELECT \(id), u.token, u.reason, u.shard, NULLIF(u.timestamp, -1)
-                FROM unnest(\(TokenArray(chunk.map(\.token))), \(chunk.map(\.reason.rawValue)), \(chunk.map(\.shard)),
-                            \(chunk.map { $0.apnsTimestampMilliseconds ?? -1 })) AS u(token, reason, shard, timestamp)
+                INSERT INTO token_failure_batches (campaign_id, tokens, reasons, shards, apns_timestamps)
+                VALUES (\(id), \(TokenArray(chunk.map(\.token))), \(chunk.map(\.reason.rawValue)), \(chunk.map(\.shard)),
+                        \(chunk.map { $0.apnsTimestampMilliseconds ?? -1 }))
                 """,
                 logger: self.logger
             )
         }
+        // Only the tokens the registry holds: a campaign's audience from a file is not registered
+        // devices, and its verdicts are kept in `token_failure_batches`. An app whose registry is empty
+        // (its campaigns all come from files) is asked once, not once per rejection.
+        guard try await self.holdsDevices(app: app, on: connection) else { return }
         let marks = rejections.compactMap { rejection -> TokenMark? in
             guard let status = TokenStatus(rejectionReason: rejection.reason) else { return nil }
             let since = rejection.apnsTimestampMilliseconds.map { Date(timeIntervalSince1970: Double($0) / 1000) } ?? now
             return TokenMark(token: rejection.token, status: status, reason: rejection.reason, since: since)
         }
-        // Only the tokens the registry holds: a campaign's audience from a file is not registered
-        // devices, and its verdicts are kept in `token_failures`.
         if !marks.isEmpty { try await self.mark(marks, app: app, addingUnknown: false, on: connection) }
+    }
+
+    /// Whether the registry holds any device of `app`: one probe of its primary key.
+    private func holdsDevices(app: Int64, on connection: PostgresConnection) async throws -> Bool {
+        let rows = try await connection.query("SELECT EXISTS (SELECT 1 FROM device_tokens WHERE app_id = \(app))", logger: self.logger)
+        for try await held in rows.decode(Bool.self) { return held }
+        return false
     }
 }

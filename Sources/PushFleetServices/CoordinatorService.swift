@@ -44,7 +44,7 @@ public final class CoordinatorService: Sendable {
         public var feedback: [FeedbackSource]
         /// Time between two polls of each feedback service. Defaults to 60 seconds.
         public var feedbackInterval: Duration
-        /// Per-token failures (`token_failures`) older than this are deleted, every 10 minutes, and
+        /// Per-token failures (`token_failure_batches`) older than this are deleted, every 10 minutes, and
         /// notifications (doorbell rings) finished longer ago, with their per-device records;
         /// `nil` keeps them forever. Campaign counts and the registry are not touched. Defaults to
         /// 30 days.

@@ -223,18 +223,23 @@ import Testing
         let old = PostgresFixture.campaign(topic: topic, shards: 1, perShard: 10)
         let recent = PostgresFixture.campaign(topic: topic, shards: 1, perShard: 10)
         try await PostgresFixture.withStore { store async throws in
-            for campaign in [old, recent] {
+            // The old campaign's rejections in three folds (three batches, the unit pruned), the
+            // recent one's in one.
+            for (campaign, folds) in [(old, tokens.map { [$0] }), (recent, [tokens])] {
                 _ = try await store.createCampaign(campaign)
-                let rejections = tokens.map { AppliedRejection(token: $0, reason: .badDeviceToken, shard: 0) }
-                _ = try await store.apply(
-                    ProgressUpdate(campaign: campaign.id, accepted: 0, rejected: ["BadDeviceToken": 3], resent: 0, doneShards: 0,
-                                   rejections: rejections, lastEventID: "1700000000000-1")
-                )
+                for (index, fold) in folds.enumerated() {
+                    let rejections = fold.map { AppliedRejection(token: $0, reason: .badDeviceToken, shard: 0) }
+                    _ = try await store.apply(
+                        ProgressUpdate(campaign: campaign.id, accepted: 0, rejected: ["BadDeviceToken": 3], resent: 0, doneShards: 0,
+                                       rejections: rejections, lastEventID: "1700000000000-\(index + 1)")
+                    )
+                }
             }
             try await store.ageTokenFailures(campaign: old.id, bySeconds: 31 * 86_400)
             let cutoff = Date(timeIntervalSinceNow: -30 * 86_400)
             #expect(try await store.pruneTokenFailures(observedBefore: cutoff, limit: 2) == 2)
-            #expect(try await store.pruneTokenFailures(observedBefore: cutoff) >= 1)
+            #expect(try await store.tokenFailureRowCount(campaign: old.id) == 1, "the oldest two batches went first")
+            #expect(try await store.pruneTokenFailures(observedBefore: cutoff) == 1)
             #expect(try await store.tokenFailures(campaign: old.id).isEmpty)
             #expect(try await store.tokenFailures(campaign: recent.id).count == 3)
             // The counts stay: retention is about per-token rows only.
@@ -243,10 +248,11 @@ import Testing
     }
 }
 
-/// Schema 16 on a database that already holds rejections: it drops the (campaign, token) key and
-/// keeps every row, and the store goes on recording and reading them.
+/// Schemas 16 and 17 on a database that already holds rejections: 16 drops the (campaign, token)
+/// key and keeps every row; 17 moves the rows into batches, in the order they were written, and the
+/// store goes on recording and reading them.
 @Suite struct SchemaUpgradeTests {
-    @Test func rejectionsRecordedUnderSchema15SurviveTheUpgradeTo16() async throws {
+    @Test func rejectionsRecordedUnderSchemas15And16SurviveTheUpgradeTo17() async throws {
         let name = "pushfleet_upgrade_\(String(UInt32.random(in: 0...UInt32.max), radix: 36))"
         try await PostgresFixture.withStore { store in try await store.execute(testSQL: "CREATE DATABASE \(name)") }
         var url = try #require(URLComponents(string: try IntegrationEnvironment.postgresURL()))
@@ -257,24 +263,46 @@ import Testing
             try await store.migrate(through: 15)
             #expect(try await store.schemaVersions() == Array(1...15))
             let campaign = PostgresFixture.campaign(topic: PostgresFixture.topic("upgrade"), shards: 1, perShard: 10)
-            let tokens = PostgresFixture.tokens(3)
+            let tokens = PostgresFixture.tokens(4)
             _ = try await store.createCampaign(campaign)
-            func update(_ rejected: ArraySlice<DeviceToken>, id: String) -> ProgressUpdate {
-                ProgressUpdate(
-                    campaign: campaign.id, accepted: 0, rejected: ["BadDeviceToken": rejected.count], resent: 0, doneShards: 0,
-                    rejections: rejected.map { AppliedRejection(token: $0, reason: .badDeviceToken, shard: 0) }, lastEventID: id
+            // Rows as the coordinators of those schemas wrote them, each in its own transaction.
+            func record(_ token: DeviceToken, _ reason: String, timestamp: String = "NULL") async throws {
+                try await store.execute(
+                    testSQL: """
+                        INSERT INTO token_failures (campaign_id, token, reason, shard, apns_timestamp)
+                        VALUES ('\(campaign.id)', '\\x\(token.hexString)', '\(reason)', 0, \(timestamp))
+                        """
                 )
             }
-            #expect(try await store.apply(update(tokens[0..<2], id: "1700000000000-1")))
+            try await record(tokens[0], "BadDeviceToken")
+            try await record(tokens[1], "Unregistered", timestamp: "1700000000123")
+
+            try await store.migrate(through: 16)
+            // Schema 16 allows a token's second row (a rebuilt queue's): the first verdict is the one read.
+            try await record(tokens[1], "BadDeviceToken")
 
             try await store.migrate()
-            #expect(try await store.schemaVersions() == Array(1...16))
-            #expect(try await store.tokenFailureRowCount(campaign: campaign.id) == 2, "the rows recorded before the upgrade")
-            // A token recorded again after the upgrade (a rebuilt queue's) has a second row and is read once.
-            #expect(try await store.apply(update(tokens[1..<3], id: "1700000000000-2")))
-            #expect(try await store.tokenFailureRowCount(campaign: campaign.id) == 4)
-            #expect(Set(try await store.tokenFailures(campaign: campaign.id).map { $0.token }) == Set(tokens))
-            #expect(try await store.tokenFailures(campaign: campaign.id).count == 3)
+            #expect(try await store.schemaVersions() == Array(1...17))
+            #expect(try await store.tokenFailureRowCount(campaign: campaign.id) == 3, "the rows recorded before the upgrade")
+            var read = try await store.tokenFailures(campaign: campaign.id)
+            #expect(read.map(\.token) == [tokens[0], tokens[1]].sorted { $0.precedesInByteOrder($1) })
+            let second = try #require(read.first { $0.token == tokens[1] })
+            #expect((second.reason, second.apnsTimestampMilliseconds) == (.unregistered, 1_700_000_000_123))
+            #expect(read.first { $0.token == tokens[0] }?.apnsTimestampMilliseconds == nil)
+
+            // Recorded after the upgrade, in a batch: a token seen before is still read once.
+            let update = ProgressUpdate(
+                campaign: campaign.id, accepted: 0, rejected: ["BadDeviceToken": 2], resent: 0, doneShards: 0,
+                rejections: tokens[2..<4].map { AppliedRejection(token: $0, reason: .badDeviceToken, shard: 0) }
+                    + [AppliedRejection(token: tokens[0], reason: .unregistered, shard: 0)],
+                lastEventID: "1700000000000-2"
+            )
+            #expect(try await store.apply(update))
+            #expect(try await store.tokenFailureRowCount(campaign: campaign.id) == 6)
+            read = try await store.tokenFailures(campaign: campaign.id)
+            #expect(Set(read.map(\.token)) == Set(tokens))
+            #expect(read.count == 4)
+            #expect(read.first { $0.token == tokens[0] }?.reason == .badDeviceToken, "the first verdict, from before the upgrade")
         } catch {
             running.cancel()
             throw error
