@@ -78,4 +78,27 @@ import Testing
         #expect(rejection.isProviderLevel == providerLevel)
         #expect(rejection.isAPNsFailure == apnsFailure)
     }
+
+    /// APNs' own compact bodies are read without the JSON parser; every other spelling goes to the
+    /// parser. Both must read a body alike.
+    @Test(arguments: [
+        (#"{"reason":"BadDeviceToken"}"#, "BadDeviceToken", nil),
+        (#"{"reason":"Unregistered","timestamp":1700000000123}"#, "Unregistered", 1_700_000_000_123),
+        (#"{"reason":"Unregistered","timestamp":0}"#, "Unregistered", 0),
+        (#"{ "reason" : "Unregistered", "timestamp" : 1700000000123 }"#, "Unregistered", 1_700_000_000_123),
+        (#"{"timestamp":1700000000123,"reason":"Unregistered"}"#, "Unregistered", 1_700_000_000_123),
+        (#"{"reason":"Bad\u0044eviceToken"}"#, "BadDeviceToken", nil),
+        (#"{"reason":"Unregistered","timestamp":12345678901234567890}"#, "Unregistered", nil),
+        (#"{"reason":"Unregistered","timestamp":"1700000000123"}"#, "Unregistered", nil),
+        (#"{"reason":"Unregistered","timestamp":1700000000123"#, "Status410", nil),
+        (#"{"reason":"Unregistered","timestamp":017}"#, "Status410", nil),
+        (#"{"reason":"Unregistered"} "#, "Unregistered", nil),
+        (#"{"reason":"Unregistered"}x"#, "Status410", nil),
+        (#"{"reason":""}"#, "Status410", nil),
+        (#"{"reason":"Unregistered","timestamp":}"#, "Status410", nil),
+    ] as [(String, String, Int64?)])
+    func compactAndOtherBodiesReadAlike(body: String, reason: String, timestamp: Int64?) {
+        let rejection = HTTP2Rejection(status: 410, body: self.body(body))
+        #expect(rejection == HTTP2Rejection(status: 410, reason: RejectionReason(reason), timestamp: timestamp))
+    }
 }

@@ -91,6 +91,10 @@ extension HTTP2Rejection {
     /// Reads APNs' JSON error body. A missing or unreadable reason becomes `Status<code>`, so every
     /// rejection still names something.
     public init(status: Int, body: ByteBuffer?) {
+        if let body, let compact = body.withUnsafeReadableBytes(Self.compactBody) {
+            self.init(status: status, reason: compact.reason, timestamp: compact.timestamp)
+            return
+        }
         var reason: RejectionReason?
         var timestamp: Int64?
         if let body, body.readableBytes > 0, let json = try? JSONParser.parse(body.readableBytesView) {
@@ -98,6 +102,47 @@ extension HTTP2Rejection {
             if case .number(let text) = json["timestamp"] { timestamp = Int64(text) }
         }
         self.init(status: status, reason: reason ?? RejectionReason("Status\(status)"), timestamp: timestamp)
+    }
+
+    /// APNs' error body exactly as APNs writes it, `{"reason":"BadDeviceToken"}` or
+    /// `{"reason":"Unregistered","timestamp":1700000000000}`, read without building a JSON tree
+    /// (a stale audience sends one in five). `nil` for any other body (spaces, escapes, other keys
+    /// or order, an empty reason, a timestamp that is not plain digits), which the JSON parser then
+    /// reads; both read the same body alike.
+    static func compactBody(_ bytes: UnsafeRawBufferPointer) -> (reason: RejectionReason, timestamp: Int64?)? {
+        let head: StaticString = #"{"reason":""#
+        let middle: StaticString = #"","timestamp":"#
+        var index = 0
+        func skip(_ literal: StaticString) -> Bool {
+            let count = literal.utf8CodeUnitCount
+            guard bytes.count - index >= count,
+                UnsafeBufferPointer(start: literal.utf8Start, count: count).elementsEqual(bytes[index..<index + count])
+            else { return false }
+            index += count
+            return true
+        }
+        guard skip(head) else { return nil }
+        let reasonStart = index
+        // Printable ASCII other than the quote and the backslash: what needs no unescaping.
+        while index < bytes.count, bytes[index] >= 0x20, bytes[index] < 0x7F, bytes[index] != UInt8(ascii: "\""), bytes[index] != UInt8(ascii: "\\") {
+            index += 1
+        }
+        let reasonEnd = index
+        guard reasonEnd > reasonStart, index < bytes.count, bytes[index] == UInt8(ascii: "\"") else { return nil }
+        let reason = RejectionReason(String(decoding: UnsafeRawBufferPointer(rebasing: bytes[reasonStart..<reasonEnd]), as: UTF8.self))
+        if bytes.count - index == 2, bytes[index + 1] == UInt8(ascii: "}") { return (reason, nil) }
+        guard skip(middle) else { return nil }
+        var timestamp: Int64 = 0
+        var digits = 0
+        // Plain digits as JSON writes a number (no leading zero), at most 18: no overflow to check.
+        if index + 1 < bytes.count, bytes[index] == UInt8(ascii: "0"), bytes[index + 1] != UInt8(ascii: "}") { return nil }
+        while index < bytes.count, digits < 18, bytes[index] >= UInt8(ascii: "0"), bytes[index] <= UInt8(ascii: "9") {
+            timestamp = timestamp * 10 + Int64(bytes[index] - UInt8(ascii: "0"))
+            digits += 1
+            index += 1
+        }
+        guard digits > 0, bytes.count - index == 1, bytes[index] == UInt8(ascii: "}") else { return nil }
+        return (reason, timestamp)
     }
 
     /// The reason in a GOAWAY frame's debug data (`{"reason":"Shutdown"}`), if it carries one.
