@@ -17,7 +17,11 @@ import Glibc
     @Test func threeWorkersCompleteACampaignExactly() async throws {
         let fixture = try await PipelineFixture.start(count: Self.count)
         defer { Task { await fixture.stop() } }
-        try await fixture.registerStaleTokens()
+        // The registry holds the stale tokens but one invalid one: not a registered device, so
+        // its verdict stays with the campaign and out of the registry. (An unregistered token
+        // the feedback service lists is added either way: it has no other record.)
+        let strayInvalid = try #require(fixture.invalid.first)
+        try await fixture.registerStaleTokens(except: [strayInvalid])
         let coordinator = try fixture.startCoordinator()
         let workers = try (0..<3).map { _ in try fixture.startWorker() }
         let id = try await fixture.launch()
@@ -27,9 +31,13 @@ import Glibc
 
         // Invalid tokens are marked in the registry; unregistered ones after the feedback poll.
         try await fixture.withStore { store in
-            for token in fixture.invalid {
+            for token in fixture.invalid where token != strayInvalid {
                 #expect(try await store.tokenStatus(token, topic: fixture.topic, environment: .production) == .invalid)
             }
+            #expect(try await store.tokenStatus(strayInvalid, topic: fixture.topic, environment: .production) == nil)
+            let recorded = try await store.tokenFailures(campaign: id, limit: fixture.tokens.count)
+            #expect(recorded.count == fixture.invalid.count, "every invalid token recorded")
+            #expect(recorded.contains { $0.token == strayInvalid && $0.reason == .invalidToken })
             let start = ContinuousClock.now
             var marked = 0
             while ContinuousClock.now - start < .seconds(60) {
