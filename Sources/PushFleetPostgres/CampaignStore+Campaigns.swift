@@ -268,7 +268,7 @@ extension CampaignStore {
     /// Deletes up to `limit` batches of token failures (a fold's rejections, up to 10,000 each)
     /// observed before `cutoff`, oldest first.
     /// - Returns: how many batches were deleted; fewer than `limit` means none older is left.
-    public func pruneTokenFailures(observedBefore cutoff: Date, limit: Int = 10_000) async throws -> Int {
+    public func pruneTokenFailures(observedBefore cutoff: Date, limit: Int = 10) async throws -> Int {
         try await self.withConnection("prune token failures") { connection in
             let rows = try await connection.query(
                 """

@@ -124,13 +124,15 @@ extension CampaignStore {
         // Only the tokens the registry holds: a campaign's audience from a file is not registered
         // devices, and its verdicts are kept in `token_failure_batches`. An app whose registry is empty
         // (its campaigns all come from files) is asked once, not once per rejection.
-        guard try await self.holdsDevices(app: app, on: connection) else { return }
+        guard rejections.contains(where: { TokenStatus(rejectionReason: $0.reason) != nil }),
+            try await self.holdsDevices(app: app, on: connection)
+        else { return }
         let marks = rejections.compactMap { rejection -> TokenMark? in
             guard let status = TokenStatus(rejectionReason: rejection.reason) else { return nil }
             let since = rejection.apnsTimestampMilliseconds.map { Date(timeIntervalSince1970: Double($0) / 1000) } ?? now
             return TokenMark(token: rejection.token, status: status, reason: rejection.reason, since: since)
         }
-        if !marks.isEmpty { try await self.mark(marks, app: app, addingUnknown: false, on: connection) }
+        try await self.mark(marks, app: app, addingUnknown: false, on: connection)
     }
 
     /// Whether the registry holds any device of `app`: one probe of its primary key.

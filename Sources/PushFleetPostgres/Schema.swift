@@ -37,7 +37,8 @@ enum Schema {
                 ALTER COLUMN tokens SET STORAGE EXTERNAL, ALTER COLUMN reasons SET STORAGE EXTERNAL,
                 ALTER COLUMN shards SET STORAGE EXTERNAL, ALTER COLUMN apns_timestamps SET STORAGE EXTERNAL
             """,
-            // The rows recorded so far, one batch per campaign and transaction, in the order written.
+            // The rows recorded so far, one batch per campaign and transaction start (a fold's; it
+            // may hold more than 10,000), in the order written.
             """
             INSERT INTO token_failure_batches (campaign_id, observed_at, tokens, reasons, shards, apns_timestamps)
             SELECT campaign_id, observed_at, array_agg(token ORDER BY ctid), array_agg(reason ORDER BY ctid),

@@ -175,23 +175,24 @@ public final class CoordinatorService: Sendable {
     }
 
     /// Deletes what is past the retention (`tokenFailureRetention`): token failures, and
-    /// notifications (doorbell rings) finished before it with their per-device records. In
-    /// batches of 10,000, so one round never holds a long lock.
+    /// notifications (doorbell rings) finished before it with their per-device records. A few at a
+    /// time (10 batches of up to 10,000 rejections, 10,000 notifications), so one statement never
+    /// holds a long lock.
     private func pruneExpired() async {
         guard let retention = self.configuration.tokenFailureRetention else { return }
         let cutoff = Date(timeIntervalSinceNow: -Double(retention.components.seconds))
         let store = self.store
-        let kinds: [(String, @Sendable (Date) async throws -> Int)] = [
-            ("token failures", { try await store.pruneTokenFailures(observedBefore: $0) }),
-            ("notifications", { try await store.pruneNotifications(finishedBefore: $0) }),
+        let kinds: [(String, Int, @Sendable (Date, Int) async throws -> Int)] = [
+            ("token failure batches", 10, { try await store.pruneTokenFailures(observedBefore: $0, limit: $1) }),
+            ("notifications", 10_000, { try await store.pruneNotifications(finishedBefore: $0, limit: $1) }),
         ]
-        for (what, prune) in kinds {
+        for (what, limit, prune) in kinds {
             do {
                 var deleted = 0
                 while true {
-                    let batch = try await prune(cutoff)
+                    let batch = try await prune(cutoff, limit)
                     deleted += batch
-                    if batch < 10_000 { break }
+                    if batch < limit { break }
                 }
                 if deleted > 0 { self.logger.info("pruned \(what)", metadata: ["deleted": "\(deleted)", "before": "\(cutoff)"]) }
             } catch {

@@ -79,26 +79,34 @@ import Testing
         #expect(rejection.isAPNsFailure == apnsFailure)
     }
 
-    /// APNs' own compact bodies are read without the JSON parser; every other spelling goes to the
-    /// parser. Both must read a body alike.
+    /// APNs' own compact bodies are read without the JSON parser (`compact`); every other
+    /// spelling goes to the parser. Both must read a body alike.
     @Test(arguments: [
-        (#"{"reason":"BadDeviceToken"}"#, "BadDeviceToken", nil),
-        (#"{"reason":"Unregistered","timestamp":1700000000123}"#, "Unregistered", 1_700_000_000_123),
-        (#"{"reason":"Unregistered","timestamp":0}"#, "Unregistered", 0),
-        (#"{ "reason" : "Unregistered", "timestamp" : 1700000000123 }"#, "Unregistered", 1_700_000_000_123),
-        (#"{"timestamp":1700000000123,"reason":"Unregistered"}"#, "Unregistered", 1_700_000_000_123),
-        (#"{"reason":"Bad\u0044eviceToken"}"#, "BadDeviceToken", nil),
-        (#"{"reason":"Unregistered","timestamp":12345678901234567890}"#, "Unregistered", nil),
-        (#"{"reason":"Unregistered","timestamp":"1700000000123"}"#, "Unregistered", nil),
-        (#"{"reason":"Unregistered","timestamp":1700000000123"#, "Status410", nil),
-        (#"{"reason":"Unregistered","timestamp":017}"#, "Status410", nil),
-        (#"{"reason":"Unregistered"} "#, "Unregistered", nil),
-        (#"{"reason":"Unregistered"}x"#, "Status410", nil),
-        (#"{"reason":""}"#, "Status410", nil),
-        (#"{"reason":"Unregistered","timestamp":}"#, "Status410", nil),
-    ] as [(String, String, Int64?)])
-    func compactAndOtherBodiesReadAlike(body: String, reason: String, timestamp: Int64?) {
-        let rejection = HTTP2Rejection(status: 410, body: self.body(body))
+        (#"{"reason":"BadDeviceToken"}"#, "BadDeviceToken", nil, true),
+        (#"{"reason":"Unregistered","timestamp":1700000000123}"#, "Unregistered", 1_700_000_000_123, true),
+        (#"{"reason":"Unregistered","timestamp":0}"#, "Unregistered", 0, true),
+        (#"{"reason":"Unregistered","timestamp":100000000000000000}"#, "Unregistered", 100_000_000_000_000_000, true),
+        (#"{"reason":"Unregistered","timestamp":1000000000000000000}"#, "Unregistered", 1_000_000_000_000_000_000, false),
+        (#"{"reason":"Unregistered","timestamp":-1}"#, "Unregistered", -1, false),
+        (#"{ "reason" : "Unregistered", "timestamp" : 1700000000123 }"#, "Unregistered", 1_700_000_000_123, false),
+        (#"{"timestamp":1700000000123,"reason":"Unregistered"}"#, "Unregistered", 1_700_000_000_123, false),
+        (#"{"reason":"Bad\u0044eviceToken"}"#, "BadDeviceToken", nil, false),
+        (#"{"reason":"Bad\"Token"}"#, #"Bad"Token"#, nil, false),
+        (#"{"reason":"Unregisteréd"}"#, "Unregisteréd", nil, false),
+        (#"{"reason":"Unregistered","timestamp":12345678901234567890}"#, "Unregistered", nil, false),
+        (#"{"reason":"Unregistered","timestamp":"1700000000123"}"#, "Unregistered", nil, false),
+        (#"{"reason":"Unregistered","timestamp":1700000000123"#, "Status410", nil, false),
+        (#"{"reason":"Unregistered","timestamp":017}"#, "Status410", nil, false),
+        (#"{"reason":"Unregistered","timestamp":1}x"#, "Status410", nil, false),
+        (#"{"reason":"Unregistered"} "#, "Unregistered", nil, false),
+        (#"{"reason":"Unregistered"}x"#, "Status410", nil, false),
+        (#"{"reason":""}"#, "Status410", nil, false),
+        (#"{"reason":"Unregistered","timestamp":}"#, "Status410", nil, false),
+    ] as [(String, String, Int64?, Bool)])
+    func compactAndOtherBodiesReadAlike(body: String, reason: String, timestamp: Int64?, compact: Bool) {
+        let bytes = self.body(body)
+        #expect((bytes.withUnsafeReadableBytes(HTTP2Rejection.compactBody) != nil) == compact)
+        let rejection = HTTP2Rejection(status: 410, body: bytes)
         #expect(rejection == HTTP2Rejection(status: 410, reason: RejectionReason(reason), timestamp: timestamp))
     }
 }

@@ -219,31 +219,33 @@ import Testing
 
     @Test func tokenFailuresPastTheirRetentionArePruned() async throws {
         let topic = PostgresFixture.topic("prune")
-        let tokens = PostgresFixture.tokens(3)
+        let tokens = PostgresFixture.tokens(4)
         let old = PostgresFixture.campaign(topic: topic, shards: 1, perShard: 10)
         let recent = PostgresFixture.campaign(topic: topic, shards: 1, perShard: 10)
         try await PostgresFixture.withStore { store async throws in
-            // The old campaign's rejections in three folds (three batches, the unit pruned), the
-            // recent one's in one.
-            for (campaign, folds) in [(old, tokens.map { [$0] }), (recent, [tokens])] {
+            // The old campaign's rejections in three folds of one, two and one (three batches, the
+            // unit pruned), the recent one's in one.
+            let folds: [(NewCampaign, [[DeviceToken]])] = [(old, [[tokens[0]], [tokens[1], tokens[2]], [tokens[3]]]), (recent, [tokens])]
+            for (campaign, batches) in folds {
                 _ = try await store.createCampaign(campaign)
-                for (index, fold) in folds.enumerated() {
-                    let rejections = fold.map { AppliedRejection(token: $0, reason: .badDeviceToken, shard: 0) }
+                for (index, batch) in batches.enumerated() {
+                    let rejections = batch.map { AppliedRejection(token: $0, reason: .badDeviceToken, shard: 0) }
                     _ = try await store.apply(
-                        ProgressUpdate(campaign: campaign.id, accepted: 0, rejected: ["BadDeviceToken": 3], resent: 0, doneShards: 0,
+                        ProgressUpdate(campaign: campaign.id, accepted: 0, rejected: ["BadDeviceToken": 4], resent: 0, doneShards: 0,
                                        rejections: rejections, lastEventID: "1700000000000-\(index + 1)")
                     )
                 }
             }
             try await store.ageTokenFailures(campaign: old.id, bySeconds: 31 * 86_400)
             let cutoff = Date(timeIntervalSinceNow: -30 * 86_400)
+            // Two batches, oldest first: three rejections, the newest batch's token left.
             #expect(try await store.pruneTokenFailures(observedBefore: cutoff, limit: 2) == 2)
-            #expect(try await store.tokenFailureRowCount(campaign: old.id) == 1, "the oldest two batches went first")
-            #expect(try await store.pruneTokenFailures(observedBefore: cutoff) == 1)
+            #expect(try await store.tokenFailures(campaign: old.id).map(\.token) == [tokens[3]])
+            #expect(try await store.pruneTokenFailures(observedBefore: cutoff) >= 1)
             #expect(try await store.tokenFailures(campaign: old.id).isEmpty)
-            #expect(try await store.tokenFailures(campaign: recent.id).count == 3)
+            #expect(try await store.tokenFailures(campaign: recent.id).count == 4)
             // The counts stay: retention is about per-token rows only.
-            #expect(try await store.campaign(old.id)?.rejected == ["BadDeviceToken": 3])
+            #expect(try await store.campaign(old.id)?.rejected == ["BadDeviceToken": 4])
         }
     }
 }
@@ -263,7 +265,7 @@ import Testing
             try await store.migrate(through: 15)
             #expect(try await store.schemaVersions() == Array(1...15))
             let campaign = PostgresFixture.campaign(topic: PostgresFixture.topic("upgrade"), shards: 1, perShard: 10)
-            let tokens = PostgresFixture.tokens(4)
+            let tokens = PostgresFixture.tokens(6)
             _ = try await store.createCampaign(campaign)
             // Rows as the coordinators of those schemas wrote them, each in its own transaction.
             func record(_ token: DeviceToken, _ reason: String, timestamp: String = "NULL") async throws {
@@ -278,31 +280,44 @@ import Testing
             try await record(tokens[1], "Unregistered", timestamp: "1700000000123")
 
             try await store.migrate(through: 16)
-            // Schema 16 allows a token's second row (a rebuilt queue's): the first verdict is the one read.
-            try await record(tokens[1], "BadDeviceToken")
+            // One fold of three rows, as schema 16 wrote them in one statement: a token's second row
+            // (a rebuilt queue's; the first verdict is the one read) and two new tokens whose
+            // reasons and timestamps differ, so that a batch's arrays out of step would show.
+            try await store.execute(
+                testSQL: """
+                    INSERT INTO token_failures (campaign_id, token, reason, shard, apns_timestamp) VALUES
+                        ('\(campaign.id)', '\\x\(tokens[2].hexString)', 'BadDeviceToken', 1, NULL),
+                        ('\(campaign.id)', '\\x\(tokens[1].hexString)', 'BadDeviceToken', 2, NULL),
+                        ('\(campaign.id)', '\\x\(tokens[3].hexString)', 'Unregistered', 3, 1700000000456)
+                    """
+            )
 
             try await store.migrate()
             #expect(try await store.schemaVersions() == Array(1...17))
-            #expect(try await store.tokenFailureRowCount(campaign: campaign.id) == 3, "the rows recorded before the upgrade")
+            #expect(try await store.tokenFailureRowCount(campaign: campaign.id) == 5, "the rows recorded before the upgrade")
             var read = try await store.tokenFailures(campaign: campaign.id)
-            #expect(read.map(\.token) == [tokens[0], tokens[1]].sorted { $0.precedesInByteOrder($1) })
-            let second = try #require(read.first { $0.token == tokens[1] })
-            #expect((second.reason, second.apnsTimestampMilliseconds) == (.unregistered, 1_700_000_000_123))
-            #expect(read.first { $0.token == tokens[0] }?.apnsTimestampMilliseconds == nil)
+            #expect(read.map(\.token) == tokens[0..<4].sorted { $0.precedesInByteOrder($1) })
+            func verdict(_ token: DeviceToken) -> (RejectionReason, Int, Int64?)? {
+                read.first { $0.token == token }.map { ($0.reason, $0.shard, $0.apnsTimestampMilliseconds) }
+            }
+            #expect(verdict(tokens[0])! == (.badDeviceToken, 0, nil))
+            #expect(verdict(tokens[1])! == (.unregistered, 0, 1_700_000_000_123), "the first verdict")
+            #expect(verdict(tokens[2])! == (.badDeviceToken, 1, nil))
+            #expect(verdict(tokens[3])! == (.unregistered, 3, 1_700_000_000_456))
 
             // Recorded after the upgrade, in a batch: a token seen before is still read once.
             let update = ProgressUpdate(
                 campaign: campaign.id, accepted: 0, rejected: ["BadDeviceToken": 2], resent: 0, doneShards: 0,
-                rejections: tokens[2..<4].map { AppliedRejection(token: $0, reason: .badDeviceToken, shard: 0) }
+                rejections: tokens[4..<6].map { AppliedRejection(token: $0, reason: .badDeviceToken, shard: 0) }
                     + [AppliedRejection(token: tokens[0], reason: .unregistered, shard: 0)],
                 lastEventID: "1700000000000-2"
             )
             #expect(try await store.apply(update))
-            #expect(try await store.tokenFailureRowCount(campaign: campaign.id) == 6)
+            #expect(try await store.tokenFailureRowCount(campaign: campaign.id) == 8)
             read = try await store.tokenFailures(campaign: campaign.id)
             #expect(Set(read.map(\.token)) == Set(tokens))
-            #expect(read.count == 4)
-            #expect(read.first { $0.token == tokens[0] }?.reason == .badDeviceToken, "the first verdict, from before the upgrade")
+            #expect(read.count == 6)
+            #expect(verdict(tokens[0])?.0 == .badDeviceToken, "the first verdict, from before the upgrade")
         } catch {
             running.cancel()
             throw error

@@ -110,7 +110,7 @@ private struct Reference {
 
 private func validator() -> HTTP2RequestValidator {
     HTTP2RequestValidator(
-        invalidTokens: [invalid], unregisteredTokens: [unregistered], otherTopicTokens: [otherTopic], allowedTopics: allowedTopics, keys: [:]
+        refusedTokens: RefusedTokens(invalid: [invalid], unregistered: [unregistered], otherTopic: [otherTopic]), allowedTopics: allowedTopics, keys: [:]
     )
 }
 

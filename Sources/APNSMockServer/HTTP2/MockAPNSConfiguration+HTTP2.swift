@@ -123,3 +123,8 @@ extension MockAPNSProviderKey {
     }
 }
 
+extension RefusedTokens {
+    init(configuration: MockAPNSConfiguration) {
+        self.init(invalid: configuration.invalidTokens, unregistered: configuration.unregisteredTokens, otherTopic: configuration.http2.otherTopicTokens)
+    }
+}

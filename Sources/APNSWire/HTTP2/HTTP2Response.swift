@@ -109,7 +109,7 @@ extension HTTP2Rejection {
     /// (a stale audience sends one in five). `nil` for any other body (spaces, escapes, other keys
     /// or order, an empty reason, a timestamp that is not plain digits), which the JSON parser then
     /// reads; both read the same body alike.
-    static func compactBody(_ bytes: UnsafeRawBufferPointer) -> (reason: RejectionReason, timestamp: Int64?)? {
+    package static func compactBody(_ bytes: UnsafeRawBufferPointer) -> (reason: RejectionReason, timestamp: Int64?)? {
         let head: StaticString = #"{"reason":""#
         let middle: StaticString = #"","timestamp":"#
         var index = 0

@@ -56,7 +56,7 @@ package struct HTTP2RequestValidator {
     ///     `Unregistered` with a timestamp, other topics' 400 `DeviceTokenNotForTopic`.
     ///   - allowedTopics: apps (every push type's suffix allowed) or exact topics; `nil` allows any.
     ///   - keys: the provider-token keys by key id.
-    init(refusedTokens: RefusedTokens, allowedTopics: Set<String>?, keys: [String: MockAPNSProviderKey]) {
+    package init(refusedTokens: RefusedTokens, allowedTopics: Set<String>?, keys: [String: MockAPNSProviderKey]) {
         self.refusedTokens = refusedTokens
         self.allowedTopics = allowedTopics
         self.authenticator = ProviderTokenAuthenticator(keys: keys)

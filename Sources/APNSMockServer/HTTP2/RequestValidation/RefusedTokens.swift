@@ -1,4 +1,4 @@
-import PushFleetCore
+package import PushFleetCore
 
 /// The device tokens the simulator was told to refuse, and why, behind a filter of their
 /// fingerprints.
@@ -11,8 +11,8 @@ import PushFleetCore
 /// up in the table, which decides.
 ///
 /// Built once per simulator and shared by its connections (copied on write, and never written).
-struct RefusedTokens: Sendable {
-    enum Refusal: Equatable, Sendable {
+package struct RefusedTokens: Sendable {
+    package enum Refusal: Equatable, Sendable {
         /// HTTP/2 400 `BadDeviceToken`, binary status 8 `InvalidToken`.
         case invalid
         /// HTTP/2 410 `Unregistered`; on binary, accepted and then listed by the feedback service.
@@ -27,7 +27,7 @@ struct RefusedTokens: Sendable {
     private let filter: [UInt64]
 
     /// A token in more than one set gets the first of invalid, unregistered, other topic.
-    init(invalid: Set<DeviceToken>, unregistered: Set<DeviceToken>, otherTopic: Set<DeviceToken> = []) {
+    package init(invalid: Set<DeviceToken>, unregistered: Set<DeviceToken>, otherTopic: Set<DeviceToken> = []) {
         var refusals: [DeviceToken: Refusal] = [:]
         refusals.reserveCapacity(invalid.count + unregistered.count + otherTopic.count)
         for (tokens, refusal) in [(otherTopic, Refusal.otherTopic), (unregistered, .unregistered), (invalid, .invalid)] {
@@ -45,14 +45,10 @@ struct RefusedTokens: Sendable {
         self.filter = filter
     }
 
-    init(configuration: MockAPNSConfiguration) {
-        self.init(invalid: configuration.invalidTokens, unregistered: configuration.unregisteredTokens, otherTopic: configuration.http2.otherTopicTokens)
-    }
-
-    var isEmpty: Bool { self.refusals.isEmpty }
+    package var isEmpty: Bool { self.refusals.isEmpty }
 
     /// Why `token` is refused, if it is; `fingerprint` is its ``TokenFingerprint``.
-    func refusal(of token: DeviceToken, fingerprint: UInt64) -> Refusal? {
+    package func refusal(of token: DeviceToken, fingerprint: UInt64) -> Refusal? {
         guard !self.refusals.isEmpty else { return nil }
         let bits = Self.bits(fingerprint)
         guard self.filter[Self.word(fingerprint, self.filter.count)] & bits == bits else { return nil }
