@@ -146,12 +146,14 @@ bench_exit() {
     set +e  # every step runs, whatever an earlier one did
     [[ -z "$autogroup_wanted" ]] || echo "$autogroup_before" >"$autogroup_file"
     [[ -z "$service_mover" ]] || kill "$service_mover" 2>/dev/null || true
-    pf_harness_stop
+    [[ -z "${tmp:-}" ]] || pf_harness_stop
     [[ -z "$service_cgroup" ]] || rmdir "$service_cgroup" 2>/dev/null ||
         echo "bench: $service_cgroup is left behind (a process still in it: see its cgroup.procs)" >&2
 }
-pf_harness_start bench
+# Set first, and kept by pf_harness_start: a failed release build inside it still puts the
+# autogroup setting back.
 trap bench_exit EXIT
+pf_harness_start bench
 [[ -z "$service_weight" ]] || start_service_cgroup
 tls=(--ca "$tmp/certs/ca.pem" --cert "$tmp/certs/client.pem" --key "$tmp/certs/client-key.pem")
 redis_port="${PUSHFLEET_REDIS_URL##*:}"

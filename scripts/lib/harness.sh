@@ -17,7 +17,9 @@ pf_harness_start() {
     tmp="$(mktemp -d "/tmp/pushfleet-$1.XXXXXX")"
     chmod 755 "$tmp"
     pids=()
-    trap pf_harness_stop EXIT
+    # A caller's own EXIT trap, set before, is kept: it calls pf_harness_stop itself (bench.sh
+    # restores what it changed on the machine even when the build below fails).
+    [[ -n "$(trap -p EXIT)" ]] || trap pf_harness_stop EXIT
     if [[ -n "${PUSHFLEET_BIN:-}" ]]; then
         bin="$PUSHFLEET_BIN"
     else
