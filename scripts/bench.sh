@@ -96,17 +96,6 @@ gateway_note=""
 [[ "$stale_percent" =~ ^[0-9]+(\.[0-9]+)?$ ]] && awk -v p="$stale_percent" 'BEGIN { exit !(p <= 100) }' ||
     { echo "--stale-percent is a percentage from 0 to 100" >&2; exit 2; }
 
-[[ -z "$autogroup_wanted" || "$autogroup_wanted" == 0 || "$autogroup_wanted" == 1 ]] || { echo "--autogroup is 0 or 1" >&2; exit 2; }
-autogroup_file=/proc/sys/kernel/sched_autogroup_enabled
-# Set before any process starts: Linux places a process in a group when it is forked or calls
-# setsid, and leaves it there when the setting changes.
-if [[ -n "$autogroup_wanted" ]]; then
-    [[ -w "$autogroup_file" ]] || { echo "--autogroup needs a writable $autogroup_file (root, a kernel with session groups)" >&2; exit 2; }
-    autogroup_before="$(cat "$autogroup_file")"
-    # shellcheck disable=SC2064 # the value to restore is the one read now
-    trap "echo '$autogroup_before' >'$autogroup_file'" EXIT
-    echo "$autogroup_wanted" >"$autogroup_file"
-fi
 [[ -z "$service_weight" || "$service_weight" =~ ^[1-9][0-9]*$ ]] && ((${service_weight:-1} <= 10000)) ||
     { echo "--service-weight is a CPU weight from 1 to 10000" >&2; exit 2; }
 service_cgroup=
@@ -144,15 +133,25 @@ start_service_cgroup() {
 # shellcheck disable=SC2317 # reached through the trap
 bench_exit() {
     set +e  # every step runs, whatever an earlier one did
-    [[ -z "$autogroup_wanted" ]] || echo "$autogroup_before" >"$autogroup_file"
+    [[ -z "$autogroup_before" ]] || echo "$autogroup_before" >"$autogroup_file"
     [[ -z "$service_mover" ]] || kill "$service_mover" 2>/dev/null || true
     [[ -z "${tmp:-}" ]] || pf_harness_stop
     [[ -z "$service_cgroup" ]] || rmdir "$service_cgroup" 2>/dev/null ||
         echo "bench: $service_cgroup is left behind (a process still in it: see its cgroup.procs)" >&2
 }
-# Set first, and kept by pf_harness_start: a failed release build inside it still puts the
-# autogroup setting back.
+[[ -z "$autogroup_wanted" || "$autogroup_wanted" == 0 || "$autogroup_wanted" == 1 ]] || { echo "--autogroup is 0 or 1" >&2; exit 2; }
+autogroup_file=/proc/sys/kernel/sched_autogroup_enabled
+autogroup_before=
+# Set first, and kept by pf_harness_start: whatever fails after it (a release build inside
+# pf_harness_start included) still puts back what this run changed on the machine.
 trap bench_exit EXIT
+# Set before any process starts: Linux places a process in a group when it is forked or calls
+# setsid, and leaves it there when the setting changes.
+if [[ -n "$autogroup_wanted" ]]; then
+    [[ -w "$autogroup_file" ]] || { echo "--autogroup needs a writable $autogroup_file (root, a kernel with session groups)" >&2; exit 2; }
+    autogroup_before="$(cat "$autogroup_file")"
+    echo "$autogroup_wanted" >"$autogroup_file"
+fi
 pf_harness_start bench
 [[ -z "$service_weight" ]] || start_service_cgroup
 tls=(--ca "$tmp/certs/ca.pem" --cert "$tmp/certs/client.pem" --key "$tmp/certs/client-key.pem")

@@ -48,8 +48,8 @@ package struct RefusedTokens: Sendable {
     package var isEmpty: Bool { self.refusals.isEmpty }
 
     /// Why `token` is refused, if it is; `fingerprint` is its ``TokenFingerprint``.
+    /// With none refused the filter is one empty word: nothing passes it.
     package func refusal(of token: DeviceToken, fingerprint: UInt64) -> Refusal? {
-        guard !self.refusals.isEmpty else { return nil }
         let bits = Self.bits(fingerprint)
         guard self.filter[Self.word(fingerprint, self.filter.count)] & bits == bits else { return nil }
         return self.refusals[token]
