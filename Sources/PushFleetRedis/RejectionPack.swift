@@ -18,11 +18,12 @@ public enum RejectionPack {
                 bytes.append(UInt8(token.count))
                 bytes.append(contentsOf: token)
             }
-            let reason = Self.storedReason(rejection.reason)
-            let length = reason.utf8.count
-            bytes.append(UInt8(truncatingIfNeeded: length >> 8))
-            bytes.append(UInt8(truncatingIfNeeded: length))
-            bytes.append(contentsOf: reason.utf8)
+            var reason = Self.storedReason(rejection.reason)
+            reason.withUTF8 { utf8 in
+                bytes.append(UInt8(truncatingIfNeeded: utf8.count >> 8))
+                bytes.append(UInt8(truncatingIfNeeded: utf8.count))
+                bytes.append(contentsOf: utf8)
+            }
             let timestamp = UInt64(bitPattern: rejection.timestampMilliseconds ?? 0)
             for shift in stride(from: 56, through: 0, by: -8) { bytes.append(UInt8(truncatingIfNeeded: timestamp >> UInt64(shift))) }
         }

@@ -82,6 +82,8 @@ extension ShardRun {
             case none
             /// Its outcome came.
             case settled
+            /// Its outcome came: a rejection, held in ``heldRejections`` until the mark passes it.
+            case settledRejection
             /// Refused for the provider's sake: unsent, sent again after the resume.
             case deferred
             /// Taken back from the channel unwritten: the next holder sends it.
@@ -96,8 +98,11 @@ extension ShardRun {
         /// The first provider-level reason, and whether the pause is still to be asked for.
         private(set) var deferredReason: PauseRequest? = nil
         private var pauseToRequest = false
-        /// Rejections of positions above the low-water mark, held until the mark passes them.
-        private var heldRejections: [Int: Rejection] = [:]
+        /// Rejections of positions above the low-water mark, held until the mark passes them: in
+        /// position order from ``heldStart`` on. Answers come nearly in order, so a rejection is
+        /// nearly always appended, and the mark takes them from the front.
+        private var heldRejections: [(position: Int, rejection: Rejection)] = []
+        private var heldStart = 0
         /// The first position without an outcome.
         private(set) var lowWater: Int
         /// Outcomes in `[cursor of the last checkpoint built, lowWater)`: the next checkpoint's counts.
@@ -307,13 +312,47 @@ extension ShardRun {
                 self.count(rejection)
                 self.lowWater += 1
                 // The mark moves over every position that was already settled above it.
-                while self.lowWater - self.start < self.answers.count, self.answers[self.lowWater - self.start] == .settled {
-                    self.count(self.heldRejections.removeValue(forKey: self.lowWater))
+                while self.lowWater - self.start < self.answers.count {
+                    switch self.answers[self.lowWater - self.start] {
+                    case .settled: self.count(nil)
+                    case .settledRejection: self.count(self.takeHeldRejection())
+                    case .none, .deferred, .withdrawn: return
+                    }
                     self.lowWater += 1
                 }
             } else if let rejection {
-                self.heldRejections[position] = rejection
+                self.answers[index] = .settledRejection
+                self.hold(rejection, at: position)
             }
+        }
+
+        private mutating func hold(_ rejection: Rejection, at position: Int) {
+            if self.heldStart == self.heldRejections.count {
+                self.heldRejections.removeAll(keepingCapacity: true)
+                self.heldStart = 0
+            } else if self.heldStart >= 1_024, self.heldStart * 2 >= self.heldRejections.count {
+                self.heldRejections.removeFirst(self.heldStart)
+                self.heldStart = 0
+            }
+            // Every position held is above the mark; one that came before a higher one's answer is
+            // placed by a binary search.
+            var insertAt = self.heldRejections.count
+            if let last = self.heldRejections.last, last.position > position {
+                var low = self.heldStart
+                while low < insertAt {
+                    let middle = (low + insertAt) / 2
+                    if self.heldRejections[middle].position < position { low = middle + 1 } else { insertAt = middle }
+                }
+            }
+            self.heldRejections.insert((position, rejection), at: insertAt)
+        }
+
+        /// The rejection held for the position at the mark: the lowest one held.
+        private mutating func takeHeldRejection() -> Rejection {
+            let held = self.heldRejections[self.heldStart]
+            precondition(held.position == self.lowWater, "held rejections are taken in position order")
+            self.heldStart += 1
+            return held.rejection
         }
 
         private mutating func `defer`(tag: UInt64, reason: PauseRequest) {
@@ -332,7 +371,7 @@ extension ShardRun {
         /// ones were not delivered.
         private var possiblyDeliveredAboveMark: Int {
             let handed = (self.lowWater - self.start)..<max(self.lowWater - self.start, self.handedUpTo - self.start)
-            return self.answers[handed].count { $0 == .none || $0 == .settled }
+            return self.answers[handed].count { $0 == .none || $0 == .settled || $0 == .settledRejection }
         }
 
         private mutating func count(_ rejection: Rejection?) {

@@ -74,6 +74,27 @@ struct ShardRunStateMachineTests {
         )
     }
 
+    @Test func rejectionsHeldAboveTheMarkAreCheckpointedInPositionOrder() {
+        var machine = Self.started()
+        // Rejections above the mark, answered out of order: each is held until the mark passes it.
+        for position in [5, 2, 7, 3] {
+            #expect(machine.outcomes(Self.rejected(position, position == 7 ? .unregistered : .badDeviceToken), now: Self.at(1)) == .none)
+        }
+        #expect(machine.outcomes(Self.accepted(1, 4, 6), now: Self.at(1)) == .none)
+        #expect(machine.lowWater == 0)
+        #expect(machine.outcomes(Self.accepted(0), now: Self.at(2)) == .collectRepeats(fresh: false))
+        #expect(machine.lowWater == 8)
+        #expect(
+            machine.repeatsCollected(.init(), now: Self.at(2))
+                == .checkpoint(
+                    CheckpointDelta(
+                        sequence: 1, cursor: 8, accepted: 4,
+                        rejections: [Self.rejection(2), Self.rejection(3), Self.rejection(5), Self.rejection(7, .unregistered)]
+                    )
+                )
+        )
+    }
+
     @Test func aRetryThatLandsAfterALaterAnswerCountsOnce() {
         var machine = Self.started(count: 4, handed: 4)
         #expect(machine.outcomes(Self.accepted(1), now: Self.at(1)) == .none)
