@@ -13,6 +13,8 @@
 //    unregistered and other-topic tokens and allowed topics.
 // 3. Without a certificate (and no provider keys configured), every request that passes the
 //    request-line checks is refused with 403 and a provider-token reason, and nothing else changes.
+// 4. A verdict given the device token the validator read ahead (prepareToken, as the simulator's
+//    gateway does for a read's requests) is the verdict given without it.
 import APNSWire
 import FuzzSupport
 import NIOCore
@@ -173,7 +175,14 @@ private func run(_ bytes: [UInt8], chunk: Int, judge: Bool) -> ([String], String
             let reference = Reference(fields)
             let expected = reference.verdict(bodyBytes: body)
             var authenticated = false
+            var twin = verified
             let verdict = verified.validate(.init(fields: fields), bodyBytes: body, certificateVerified: true, now: 1_700_000_000, authenticated: &authenticated)
+            var twinAuthenticated = false
+            let ahead = twin.validate(
+                .init(fields: fields), prepared: twin.prepareToken(fields), bodyBytes: body, certificateVerified: true, now: 1_700_000_000,
+                authenticated: &twinAuthenticated
+            )
+            check(ahead == verdict && twinAuthenticated == authenticated, "with the token read ahead \(ahead), without \(verdict) for \(fields)")
             switch verdict {
             case .accepted:
                 check(expected.0 == 200, "accepted; the reference says \(expected) for \(fields) with \(body) body bytes")

@@ -32,6 +32,8 @@ final class HTTP2GatewayHandler: ChannelInboundHandler {
     /// A request stream whose END_STREAM has not arrived yet.
     private struct PendingRequest {
         var fields: [HTTP2HeaderField]
+        /// Its device token, read ahead.
+        var token: HTTP2RequestValidator.PreparedToken?
         var bodyBytes = 0
         /// The body's digest, kept when the simulator records payloads.
         var digest = PayloadDigest()
@@ -82,7 +84,14 @@ final class HTTP2GatewayHandler: ChannelInboundHandler {
     private var payloads: [(fingerprint: UInt64, digest: UInt64)] = []
     /// Rejections since the last flush, by reason: a handful of reasons, so a list, not a hashed map.
     private var rejections: [(reason: RejectionReason, count: Int)] = []
+    /// Error bodies written lately, shared by the answers that carry the same one: nearly all of a
+    /// stale audience's are alike (a 410's timestamp is the millisecond).
+    private var recentBodies: [(reason: RejectionReason, timestamp: Int64?, body: ByteBuffer)] = []
     private var closing = false
+    /// The device tokens of one read's HEADERS, in order, read ahead (kept for its storage).
+    private var tokens: [HTTP2RequestValidator.PreparedToken?] = []
+    /// Refused tokens found by the reads ahead, kept so that the reads are made.
+    private var refusedAhead = 0
 
     init(
         configuration: MockAPNSConfiguration,
@@ -144,7 +153,25 @@ final class HTTP2GatewayHandler: ChannelInboundHandler {
         } catch {
             failure = error
         }
-        for event in events { self.handle(context: context, event) }
+        // The refused-token lookups of this read's requests are made ahead, together, so that
+        // their cache misses overlap; each verdict then finds its entries in cache.
+        var tokens = self.tokens
+        self.tokens = []
+        defer {
+            tokens.removeAll(keepingCapacity: true)
+            self.tokens = tokens
+        }
+        for case .headers(_, let fields, _) in events { tokens.append(self.validator.prepareToken(fields)) }
+        self.refusedAhead &+= self.validator.warm(tokens)
+        var nextToken = tokens.startIndex
+        for event in events {
+            var token: HTTP2RequestValidator.PreparedToken?
+            if case .headers = event {
+                token = tokens[nextToken]
+                nextToken += 1
+            }
+            self.handle(context: context, event, token: token)
+        }
         if let failure { self.fail(context: context, failure) }
     }
 
@@ -197,7 +224,8 @@ final class HTTP2GatewayHandler: ChannelInboundHandler {
         context.writeAndFlush(self.wrapOutboundOut(bytes)).whenComplete { _ in loopBound.value() }
     }
 
-    private func handle(context: ChannelHandlerContext, _ event: HTTP2ServerFramer.Event) {
+    /// - Parameter token: a HEADERS event's device token, read ahead.
+    private func handle(context: ChannelHandlerContext, _ event: HTTP2ServerFramer.Event, token: HTTP2RequestValidator.PreparedToken?) {
         if !self.windowOpened {
             // The client's SETTINGS came first: its preface is in, so the window may grow now, and
             // the connection counts as idle from here (a slow TLS handshake is not idleness).
@@ -208,7 +236,7 @@ final class HTTP2GatewayHandler: ChannelInboundHandler {
         }
         switch event {
         case .headers(let streamID, let fields, let endStream):
-            self.receivedHeaders(context: context, streamID: streamID, fields: fields, endStream: endStream)
+            self.receivedHeaders(context: context, streamID: streamID, fields: fields, token: token, endStream: endStream)
         case .data(let streamID, let payload, let flowControlledLength, let endStream):
             self.receivedData(context: context, streamID: streamID, payload: payload, flowControlledLength: flowControlledLength, endStream: endStream)
         case .reset(let streamID):
@@ -222,7 +250,9 @@ final class HTTP2GatewayHandler: ChannelInboundHandler {
 
     // MARK: - Frames
 
-    private func receivedHeaders(context: ChannelHandlerContext, streamID: Int32, fields: [HTTP2HeaderField], endStream: Bool) {
+    private func receivedHeaders(
+        context: ChannelHandlerContext, streamID: Int32, fields: [HTTP2HeaderField], token: HTTP2RequestValidator.PreparedToken?, endStream: Bool
+    ) {
         if let last = self.goAwayLastStreamID, streamID > last { return }
         if self.pending[streamID] != nil {
             // Trailers: nothing in them matters, but they end the stream.
@@ -233,7 +263,7 @@ final class HTTP2GatewayHandler: ChannelInboundHandler {
             self.framer.reset(streamID: streamID, errorCode: HTTP2Wire.ErrorCode.refusedStream)
             return
         }
-        self.pending[streamID] = PendingRequest(fields: fields)
+        self.pending[streamID] = PendingRequest(fields: fields, token: token)
         self.unanswered += 1
         self.streamsOnConnection += 1
         self.lastStreamID = streamID
@@ -283,6 +313,7 @@ final class HTTP2GatewayHandler: ChannelInboundHandler {
         var authenticated = false
         let verdict = self.validator.validate(
             fields,
+            prepared: request.token,
             bodyBytes: request.bodyBytes,
             certificateVerified: self.certificateVerified ?? false,
             now: self.configuration.http2.now(),
@@ -322,9 +353,21 @@ final class HTTP2GatewayHandler: ChannelInboundHandler {
             } else {
                 self.rejections.append((reason, 1))
             }
-            answer.body = Self.errorBody(reason, timestamp: timestamp, allocator: self.allocator)
+            answer.body = self.errorBody(reason, timestamp: timestamp)
         }
         self.answers.append(answer)
+    }
+
+    /// The error body for `reason` and `timestamp`: one written lately, or a new one.
+    private func errorBody(_ reason: RejectionReason, timestamp: Int64?) -> ByteBuffer {
+        if let index = self.recentBodies.firstIndex(where: { $0.reason == reason && $0.timestamp == timestamp }) {
+            return self.recentBodies[index].body
+        }
+        // Few reasons, and a timestamp that moves on: the list stays short.
+        if self.recentBodies.count >= 8 { self.recentBodies.removeAll(keepingCapacity: true) }
+        let body = Self.errorBody(reason, timestamp: timestamp, allocator: self.allocator)
+        self.recentBodies.append((reason, timestamp, body))
+        return body
     }
 
     // MARK: - Writing

@@ -108,14 +108,61 @@ package struct HTTP2RequestValidator {
         }
     }
 
+    /// A request's device token, read from its `:path` ahead of the verdict.
+    package struct PreparedToken {
+        let token: DeviceToken
+        let fingerprint: UInt64
+    }
+
+    /// The device token of the request with these header fields, if there are refused tokens to
+    /// look it up among and its `:path` names one (see ``warm(_:)``).
+    package func prepareToken(_ fields: [HTTP2HeaderField]) -> PreparedToken? {
+        guard !self.refusedTokens.isEmpty else { return nil }
+        var path: String?
+        // The last `:path`, as ``Request`` keeps (the fuzz target FuzzHTTP2Request checks that a
+        // verdict is the same with its token read ahead as without).
+        for field in fields where field.name == ":path" { path = field.value }
+        guard let path, let token = Self.deviceToken(inPath: path) else { return nil }
+        return PreparedToken(token: token, fingerprint: token.fingerprint)
+    }
+
+    /// Reads ahead the refused-token lookups of the verdicts to come for these tokens (see
+    /// ``RefusedTokens/warm(_:)``). Returns how many are refused.
+    package func warm(_ tokens: [PreparedToken?]) -> Int {
+        self.refusedTokens.warm(tokens)
+    }
+
+    /// The token after `/3/device/`, if that is an even number of hex digits (rule 7).
+    private static func deviceToken(inPath path: String) -> DeviceToken? {
+        guard path.hasPrefix(Self.devicePathPrefix) else { return nil }
+        let prefix = Self.devicePathPrefix.utf8.count
+        let read = path.utf8.withContiguousStorageIfAvailable { utf8 -> DeviceToken? in
+            let text = UnsafeBufferPointer(rebasing: utf8[prefix...])
+            // Every notification's path is read: the digits are checked by table, without a branch
+            // per digit (digits and letters of random tokens interleave unpredictably).
+            let notHex = Self.notHexDigit.withUnsafeBufferPointer { table in text.reduce(0) { $0 | table[Int($1)] } }
+            return notHex == 0 ? try? DeviceToken(hexUTF8: text) : nil
+        }
+        if let read { return read }
+        let text = path.utf8.dropFirst(prefix)
+        guard text.allSatisfy(Self.isHexDigit) else { return nil }
+        return try? DeviceToken(hexUTF8: text)
+    }
+
+    /// 1 for each byte that is not a hex digit, 0 for each that is.
+    private static let notHexDigit: [UInt8] = (0...255).map { Self.isHexDigit(UInt8($0)) ? 0 : 1 }
+
     /// Whether a request on this connection was answered `ExpiredProviderToken`.
     var isWedged: Bool { self.authenticator.isWedged }
 
     /// Judges one complete request.
     /// - Parameters:
+    ///   - prepared: its token as ``prepareToken(_:)`` read it from these fields, if it did.
     ///   - certificateVerified: the connection presented a client certificate of the configured CA.
     ///   - authenticated: set to `true` if the request passed authentication.
-    package mutating func validate(_ request: Request, bodyBytes: Int, certificateVerified: Bool, now: Int64, authenticated: inout Bool) -> Verdict {
+    package mutating func validate(
+        _ request: Request, prepared: PreparedToken? = nil, bodyBytes: Int, certificateVerified: Bool, now: Int64, authenticated: inout Bool
+    ) -> Verdict {
         if self.authenticator.isWedged { return .rejected(status: 403, reason: .expiredProviderToken, timestamp: nil) }
         guard request.method == "POST" else { return .rejected(status: 405, reason: .methodNotAllowed, timestamp: nil) }
         guard let path = request.path, path.hasPrefix(Self.devicePathPrefix) else {
@@ -132,10 +179,16 @@ package struct HTTP2RequestValidator {
         }
         authenticated = true
 
-        let tokenText = path.utf8.dropFirst(Self.devicePathPrefix.utf8.count)
-        guard !tokenText.isEmpty else { return .rejected(status: 400, reason: .missingDeviceToken, timestamp: nil) }
-        guard tokenText.allSatisfy(Self.isHexDigit), let token = try? DeviceToken(hexUTF8: tokenText) else {
-            return .rejected(status: 400, reason: .badDeviceToken, timestamp: nil)
+        guard path.utf8.count > Self.devicePathPrefix.utf8.count else {
+            return .rejected(status: 400, reason: .missingDeviceToken, timestamp: nil)
+        }
+        let token: DeviceToken
+        let fingerprint: UInt64
+        if let prepared {
+            (token, fingerprint) = (prepared.token, prepared.fingerprint)
+        } else {
+            guard let parsed = Self.deviceToken(inPath: path) else { return .rejected(status: 400, reason: .badDeviceToken, timestamp: nil) }
+            (token, fingerprint) = (parsed, parsed.fingerprint)
         }
         guard let topic = request.topic, !topic.isEmpty else { return .rejected(status: 400, reason: .missingTopic, timestamp: nil) }
         guard topic.utf8.allSatisfy(Self.isTopicCharacter) else { return .rejected(status: 400, reason: .badTopic, timestamp: nil) }
@@ -170,7 +223,6 @@ package struct HTTP2RequestValidator {
         guard bodyBytes <= PayloadFormat.http2(pushType: request.pushType).maximumByteCount else {
             return .rejected(status: 413, reason: .payloadTooLarge, timestamp: nil)
         }
-        let fingerprint = token.fingerprint
         switch self.refusedTokens.refusal(of: token, fingerprint: fingerprint) {
         case .invalid: return .rejected(status: 400, reason: .badDeviceToken, timestamp: nil)
         case .unregistered: return .rejected(status: 410, reason: .unregistered, timestamp: now)
