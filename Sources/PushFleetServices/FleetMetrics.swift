@@ -32,20 +32,13 @@ final class FleetMetrics: Sendable {
     /// Counts what APNs made of a batch of notifications.
     func count(_ batch: some Collection<DeliveryOutcome>) {
         var accepted = 0
-        // A batch carries a handful of reasons: a list, not a hashed map.
-        var others: [(key: ReasonKey, count: Int)] = []
-        func add(_ key: ReasonKey) {
-            if let index = others.firstIndex(where: { $0.key == key }) {
-                others[index].count += 1
-            } else {
-                others.append((key, 1))
-            }
-        }
+        var others: [ReasonKey: Int] = [:]
         for outcome in batch {
             switch outcome {
             case .accepted: accepted += 1
-            case .rejected(_, let rejection): add(ReasonKey(outcome: "rejected", reason: rejection.reason.rawValue))
-            case .refused(_, _, let refusal): add(ReasonKey(outcome: "deferred", reason: refusal.reason.rawValue))
+            case .rejected(_, let rejection): others[ReasonKey(outcome: "rejected", reason: rejection.reason.rawValue), default: 0] += 1
+            case .refused(_, _, let refusal):
+                others[ReasonKey(outcome: "deferred", reason: refusal.reason.rawValue), default: 0] += 1
             }
         }
         if accepted > 0 { self.accepted.increment(by: Int64(accepted)) }

@@ -80,9 +80,9 @@ extension ShardRun {
         private enum Answer: UInt8 {
             /// No answer yet: unwritten, or written and waiting.
             case none
-            /// Its outcome came.
+            /// Its outcome came: an acceptance, or a rejection counted as it came (at the mark).
             case settled
-            /// Its outcome came: a rejection, held in ``heldRejections`` until the mark passes it.
+            /// Its outcome came above the mark: a rejection, held until the mark passes it.
             case settledRejection
             /// Refused for the provider's sake: unsent, sent again after the resume.
             case deferred
@@ -98,11 +98,13 @@ extension ShardRun {
         /// The first provider-level reason, and whether the pause is still to be asked for.
         private(set) var deferredReason: PauseRequest? = nil
         private var pauseToRequest = false
-        /// Rejections of positions above the low-water mark, held until the mark passes them: in
-        /// position order from ``heldStart`` on. Answers come nearly in order, so a rejection is
-        /// nearly always appended, and the mark takes them from the front.
+        /// Rejections of positions above the low-water mark, held until the mark passes them.
+        /// Answers come nearly in order: a rejection above every one held is appended here, in
+        /// position order from ``heldStart`` on, and the mark takes it from the front without a
+        /// hashed lookup; one that comes after a higher one goes to ``lateRejections``.
         private var heldRejections: [(position: Int, rejection: Rejection)] = []
         private var heldStart = 0
+        private var lateRejections: [Int: Rejection] = [:]
         /// The first position without an outcome.
         private(set) var lowWater: Int
         /// Outcomes in `[cursor of the last checkpoint built, lowWater)`: the next checkpoint's counts.
@@ -305,24 +307,24 @@ extension ShardRun {
 
         private mutating func settle(tag: UInt64, rejection: Rejection?) {
             guard let index = self.unanswered(tag) else { return }
-            self.answers[index] = .settled
             self.answered += 1
             let position = self.start + index
-            if position == self.lowWater {
-                self.count(rejection)
-                self.lowWater += 1
-                // The mark moves over every position that was already settled above it.
-                while self.lowWater - self.start < self.answers.count {
-                    switch self.answers[self.lowWater - self.start] {
-                    case .settled: self.count(nil)
-                    case .settledRejection: self.count(self.takeHeldRejection())
-                    case .none, .deferred, .withdrawn: return
-                    }
-                    self.lowWater += 1
+            guard position == self.lowWater else {
+                self.answers[index] = rejection == nil ? .settled : .settledRejection
+                if let rejection { self.hold(rejection, at: position) }
+                return
+            }
+            self.answers[index] = .settled
+            self.count(rejection)
+            self.lowWater += 1
+            // The mark moves over every position that was already settled above it.
+            passing: while self.lowWater - self.start < self.answers.count {
+                switch self.answers[self.lowWater - self.start] {
+                case .settled: self.count(nil)
+                case .settledRejection: self.count(self.takeHeldRejection())
+                case .none, .deferred, .withdrawn: break passing
                 }
-            } else if let rejection {
-                self.answers[index] = .settledRejection
-                self.hold(rejection, at: position)
+                self.lowWater += 1
             }
         }
 
@@ -334,25 +336,24 @@ extension ShardRun {
                 self.heldRejections.removeFirst(self.heldStart)
                 self.heldStart = 0
             }
-            // Every position held is above the mark; one that came before a higher one's answer is
-            // placed by a binary search.
-            var insertAt = self.heldRejections.count
             if let last = self.heldRejections.last, last.position > position {
-                var low = self.heldStart
-                while low < insertAt {
-                    let middle = (low + insertAt) / 2
-                    if self.heldRejections[middle].position < position { low = middle + 1 } else { insertAt = middle }
-                }
+                self.lateRejections[position] = rejection
+            } else {
+                self.heldRejections.append((position, rejection))
             }
-            self.heldRejections.insert((position, rejection), at: insertAt)
         }
 
-        /// The rejection held for the position at the mark: the lowest one held.
+        /// The rejection held for the position at the mark. Every one held below it was taken
+        /// already, so it is the front of ``heldRejections`` unless it came late.
         private mutating func takeHeldRejection() -> Rejection {
-            let held = self.heldRejections[self.heldStart]
-            precondition(held.position == self.lowWater, "held rejections are taken in position order")
-            self.heldStart += 1
-            return held.rejection
+            if self.heldStart < self.heldRejections.count, self.heldRejections[self.heldStart].position == self.lowWater {
+                self.heldStart += 1
+                return self.heldRejections[self.heldStart - 1].rejection
+            }
+            guard let late = self.lateRejections.removeValue(forKey: self.lowWater) else {
+                preconditionFailure("no rejection held for position \(self.lowWater)")
+            }
+            return late
         }
 
         private mutating func `defer`(tag: UInt64, reason: PauseRequest) {

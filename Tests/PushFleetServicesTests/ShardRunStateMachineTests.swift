@@ -95,6 +95,56 @@ struct ShardRunStateMachineTests {
         )
     }
 
+    @Test func aRejectionThatComesAfterAHigherOneIsHeldApartAndCountedInOrder() {
+        var machine = Self.started()
+        #expect(machine.outcomes(Self.rejected(2), now: Self.at(1)) == .none)
+        #expect(machine.outcomes(Self.rejected(5), now: Self.at(1)) == .none)
+        // The mark passes 0…2 and takes 2's rejection from the front.
+        #expect(machine.outcomes(Self.accepted(0, 1), now: Self.at(2)) == .none)
+        #expect(machine.lowWater == 3)
+        // 4 comes after 5 (twice: the repeat is ignored).
+        #expect(machine.outcomes(Self.rejected(4) + Self.rejected(4), now: Self.at(3)) == .none)
+        #expect(machine.outcomes(Self.accepted(3), now: Self.at(4)) == .collectRepeats(fresh: false))
+        #expect(machine.lowWater == 6)
+        #expect(
+            machine.repeatsCollected(.init(), now: Self.at(4))
+                == .checkpoint(CheckpointDelta(sequence: 1, cursor: 6, accepted: 3, rejections: [Self.rejection(2), Self.rejection(4), Self.rejection(5)]))
+        )
+    }
+
+    @Test func manyRejectionsHeldAboveAGapAreCountedOnceInOrder() {
+        // 1,202 positions, all rejected but 0 and 1,101, whose answers come last: the mark passes
+        // 1,100 held rejections at once, the list is compacted as 1,201's comes, and the rest follow.
+        let count = 1_202
+        let configuration = WorkerService.Configuration(
+            topic: "com.example.app", environment: .production, leaseMilliseconds: 3_000, checkpointEvery: 100_000,
+            checkpointInterval: .seconds(1), drainTimeout: .seconds(20)
+        )
+        func rejection(_ position: Int) -> Rejection {
+            Rejection(token: try! DeviceToken(bytes: [UInt8(position >> 8), UInt8(position & 0xFF)] + [UInt8](repeating: 0, count: 30)), reason: .badDeviceToken)
+        }
+        func rejected(_ positions: some Sequence<Int>) -> ArraySlice<DeliveryOutcome> {
+            ArraySlice(positions.map { .rejected(tag: Self.runTag | UInt64($0), rejection($0)) })
+        }
+        var machine = Machine(lease: Self.lease(count: count), runTag: Self.runTag, configuration: configuration, leasedAt: Self.t0)
+        _ = machine.start(now: Self.t0)
+        _ = machine.writeDeadlineExtended(now: Self.t0)
+        _ = machine.handing(upTo: count, now: Self.t0)
+        _ = machine.fed(upTo: count, now: Self.t0)
+        #expect(machine.outcomes(rejected(1...1_100), now: Self.at(1)) == .none)
+        #expect(machine.outcomes(rejected(1_102...1_200), now: Self.at(1)) == .none)
+        #expect(machine.outcomes(Self.accepted(0), now: Self.at(2)) == .none)
+        #expect(machine.lowWater == 1_101)
+        #expect(machine.outcomes(rejected([1_201]), now: Self.at(3)) == .none)
+        #expect(machine.outcomes(Self.accepted(1_101), now: Self.at(4)) == .collectRepeats(fresh: true))
+        #expect(machine.lowWater == count)
+        let expected = (1...1_100).map(rejection) + (1_102...1_201).map(rejection)
+        #expect(
+            machine.repeatsCollected(.init(), now: Self.at(4))
+                == .checkpoint(CheckpointDelta(sequence: 1, cursor: count, accepted: 2, rejections: expected))
+        )
+    }
+
     @Test func aRetryThatLandsAfterALaterAnswerCountsOnce() {
         var machine = Self.started(count: 4, handed: 4)
         #expect(machine.outcomes(Self.accepted(1), now: Self.at(1)) == .none)

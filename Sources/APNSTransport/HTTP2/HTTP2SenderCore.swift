@@ -50,9 +50,8 @@ final class HTTP2SenderCore {
     private var waiters: SenderWaiters
     private var statistics = HTTP2Sender.Statistics()
     private let metrics = TransportMetrics.http2
-    /// Counters of answers other than 200, by status, made once each: a handful, so a list, not a
-    /// hashed map.
-    private var answerCounters: [(status: Int, counter: Counter)] = []
+    /// Counters of answers other than 200, by status: made once each.
+    private var answerCounters: [Int: Counter] = [:]
 
     init(
         configuration: HTTP2Sender.Configuration,
@@ -536,11 +535,11 @@ final class HTTP2SenderCore {
     private func count(status: Int) {
         if status == 200 {
             self.metrics.accepted.increment()
-        } else if let index = self.answerCounters.firstIndex(where: { $0.status == status }) {
-            self.answerCounters[index].counter.increment()
+        } else if let counter = self.answerCounters[status] {
+            counter.increment()
         } else {
             let counter = self.metrics.answers(status: status)
-            self.answerCounters.append((status, counter))
+            self.answerCounters[status] = counter
             counter.increment()
         }
     }
