@@ -13,8 +13,8 @@
 //    unregistered and other-topic tokens and allowed topics.
 // 3. Without a certificate (and no provider keys configured), every request that passes the
 //    request-line checks is refused with 403 and a provider-token reason, and nothing else changes.
-// 4. A verdict given the device token the validator read ahead (prepareToken, as the simulator's
-//    gateway does for a read's requests) is the verdict given without it.
+// 4. A verdict given the device token the validator read ahead and looked up (prepareTokens, as
+//    the simulator's gateway does for a read's requests) is the verdict given without it.
 import APNSWire
 import FuzzSupport
 import NIOCore
@@ -178,8 +178,11 @@ private func run(_ bytes: [UInt8], chunk: Int, judge: Bool) -> ([String], String
             var twin = verified
             let verdict = verified.validate(.init(fields: fields), bodyBytes: body, certificateVerified: true, now: 1_700_000_000, authenticated: &authenticated)
             var twinAuthenticated = false
+            var prepared: [HTTP2RequestValidator.PreparedToken?] = []
+            twin.prepareTokens([.ping, .headers(streamID: streamID, fields: fields, endStream: true)], into: &prepared)
+            check(prepared.count == 2 && prepared[0] == nil, "a token read ahead for an event that is not HEADERS")
             let ahead = twin.validate(
-                .init(fields: fields), prepared: twin.prepareToken(fields), bodyBytes: body, certificateVerified: true, now: 1_700_000_000,
+                .init(fields: fields), prepared: prepared[1], bodyBytes: body, certificateVerified: true, now: 1_700_000_000,
                 authenticated: &twinAuthenticated
             )
             check(ahead == verdict && twinAuthenticated == authenticated, "with the token read ahead \(ahead), without \(verdict) for \(fields)")

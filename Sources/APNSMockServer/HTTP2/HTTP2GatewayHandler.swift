@@ -88,10 +88,9 @@ final class HTTP2GatewayHandler: ChannelInboundHandler {
     /// stale audience's are alike (a 410's timestamp is the millisecond).
     private var recentBodies: [(reason: RejectionReason, timestamp: Int64?, body: ByteBuffer)] = []
     private var closing = false
-    /// The device tokens of one read's HEADERS, in order, read ahead (kept for its storage).
+    /// The device tokens of one read's requests, read ahead: one slot per event (kept for its
+    /// storage).
     private var tokens: [HTTP2RequestValidator.PreparedToken?] = []
-    /// Refused tokens found by the reads ahead, kept so that the reads are made.
-    private var refusedAhead = 0
 
     init(
         configuration: MockAPNSConfiguration,
@@ -153,25 +152,16 @@ final class HTTP2GatewayHandler: ChannelInboundHandler {
         } catch {
             failure = error
         }
-        // The refused-token lookups of this read's requests are made ahead, together, so that
-        // their cache misses overlap; each verdict then finds its entries in cache.
+        // This read's requests have their device tokens looked up together, so that the lookups'
+        // cache misses overlap.
         var tokens = self.tokens
         self.tokens = []
         defer {
             tokens.removeAll(keepingCapacity: true)
             self.tokens = tokens
         }
-        for case .headers(_, let fields, _) in events { tokens.append(self.validator.prepareToken(fields)) }
-        self.refusedAhead &+= self.validator.warm(tokens)
-        var nextToken = tokens.startIndex
-        for event in events {
-            var token: HTTP2RequestValidator.PreparedToken?
-            if case .headers = event {
-                token = tokens[nextToken]
-                nextToken += 1
-            }
-            self.handle(context: context, event, token: token)
-        }
+        self.validator.prepareTokens(events, into: &tokens)
+        for (event, token) in zip(events, tokens) { self.handle(context: context, event, token: token) }
         if let failure { self.fail(context: context, failure) }
     }
 
@@ -224,7 +214,8 @@ final class HTTP2GatewayHandler: ChannelInboundHandler {
         context.writeAndFlush(self.wrapOutboundOut(bytes)).whenComplete { _ in loopBound.value() }
     }
 
-    /// - Parameter token: a HEADERS event's device token, read ahead.
+    /// - Parameter token: a HEADERS event's device token, read ahead (see
+    ///   ``HTTP2RequestValidator/prepareTokens(_:into:)``).
     private func handle(context: ChannelHandlerContext, _ event: HTTP2ServerFramer.Event, token: HTTP2RequestValidator.PreparedToken?) {
         if !self.windowOpened {
             // The client's SETTINGS came first: its preface is in, so the window may grow now, and

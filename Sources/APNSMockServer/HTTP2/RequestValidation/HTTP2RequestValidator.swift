@@ -108,45 +108,57 @@ package struct HTTP2RequestValidator {
         }
     }
 
-    /// A request's device token, read from its `:path` ahead of the verdict.
+    /// A request's device token, read from its `:path` and looked up among the refused tokens
+    /// ahead of its verdict.
     package struct PreparedToken {
         let token: DeviceToken
         let fingerprint: UInt64
+        var refusal: RefusedTokens.Refusal? = nil
     }
 
-    /// The device token of the request with these header fields, if there are refused tokens to
-    /// look it up among and its `:path` names one (see ``warm(_:)``).
-    package func prepareToken(_ fields: [HTTP2HeaderField]) -> PreparedToken? {
-        guard !self.refusedTokens.isEmpty else { return nil }
-        var path: String?
-        // The last `:path`, as ``Request`` keeps (the fuzz target FuzzHTTP2Request checks that a
-        // verdict is the same with its token read ahead as without).
-        for field in fields where field.name == ":path" { path = field.value }
-        guard let path, let token = Self.deviceToken(inPath: path) else { return nil }
-        return PreparedToken(token: token, fingerprint: token.fingerprint)
-    }
-
-    /// Reads ahead the refused-token lookups of the verdicts to come for these tokens (see
-    /// ``RefusedTokens/warm(_:)``). Returns how many are refused.
-    package func warm(_ tokens: [PreparedToken?]) -> Int {
-        self.refusedTokens.warm(tokens)
+    /// Reads ahead the device token of each request in `events`, one slot per event (nil for any
+    /// other event, for a `:path` without a token, and for every event when no token is refused),
+    /// and looks them all up among the refused tokens: first every token's filter word, then the
+    /// table for those that pass. The filter's cache misses then overlap, where one verdict after
+    /// another would wait for each in turn. The fuzz target FuzzHTTP2Request checks that a verdict
+    /// given its token read ahead is the verdict given without it.
+    package func prepareTokens(_ events: [HTTP2ServerFramer.Event], into tokens: inout [PreparedToken?]) {
+        tokens.removeAll(keepingCapacity: true)
+        guard !self.refusedTokens.isEmpty else {
+            tokens.append(contentsOf: repeatElement(nil, count: events.count))
+            return
+        }
+        for event in events {
+            guard case .headers(_, let fields, _) = event else {
+                tokens.append(nil)
+                continue
+            }
+            // The last `:path`, as ``Request`` keeps.
+            var path: String?
+            for field in fields where field.name == ":path" { path = field.value }
+            tokens.append(path.flatMap(Self.deviceToken(inPath:)).map { PreparedToken(token: $0, fingerprint: $0.fingerprint) })
+        }
+        var through = 0
+        for case let prepared? in tokens where self.refusedTokens.passes(prepared.fingerprint) { through += 1 }
+        guard through > 0 else { return }
+        for index in tokens.indices {
+            guard let prepared = tokens[index] else { continue }
+            tokens[index]?.refusal = self.refusedTokens.refusal(of: prepared.token, fingerprint: prepared.fingerprint)
+        }
     }
 
     /// The token after `/3/device/`, if that is an even number of hex digits (rule 7).
     private static func deviceToken(inPath path: String) -> DeviceToken? {
         guard path.hasPrefix(Self.devicePathPrefix) else { return nil }
-        let prefix = Self.devicePathPrefix.utf8.count
-        let read = path.utf8.withContiguousStorageIfAvailable { utf8 -> DeviceToken? in
-            let text = UnsafeBufferPointer(rebasing: utf8[prefix...])
-            // Every notification's path is read: the digits are checked by table, without a branch
-            // per digit (digits and letters of random tokens interleave unpredictably).
+        var path = path
+        return path.withUTF8 { utf8 in
+            let text = UnsafeBufferPointer(rebasing: utf8[Self.devicePathPrefix.utf8.count...])
+            // `DeviceToken(hexUTF8:)` also reads spaces and `<…>`; a path has hex digits only.
+            // They are checked by table, without a branch per digit: every notification's path is
+            // read, and the digits and letters of random tokens interleave unpredictably.
             let notHex = Self.notHexDigit.withUnsafeBufferPointer { table in text.reduce(0) { $0 | table[Int($1)] } }
             return notHex == 0 ? try? DeviceToken(hexUTF8: text) : nil
         }
-        if let read { return read }
-        let text = path.utf8.dropFirst(prefix)
-        guard text.allSatisfy(Self.isHexDigit) else { return nil }
-        return try? DeviceToken(hexUTF8: text)
     }
 
     /// 1 for each byte that is not a hex digit, 0 for each that is.
@@ -157,7 +169,7 @@ package struct HTTP2RequestValidator {
 
     /// Judges one complete request.
     /// - Parameters:
-    ///   - prepared: its token as ``prepareToken(_:)`` read it from these fields, if it did.
+    ///   - prepared: its token as ``prepareTokens(_:into:)`` read it from these fields, if it did.
     ///   - certificateVerified: the connection presented a client certificate of the configured CA.
     ///   - authenticated: set to `true` if the request passed authentication.
     package mutating func validate(
@@ -182,14 +194,10 @@ package struct HTTP2RequestValidator {
         guard path.utf8.count > Self.devicePathPrefix.utf8.count else {
             return .rejected(status: 400, reason: .missingDeviceToken, timestamp: nil)
         }
-        let token: DeviceToken
-        let fingerprint: UInt64
-        if let prepared {
-            (token, fingerprint) = (prepared.token, prepared.fingerprint)
-        } else {
-            guard let parsed = Self.deviceToken(inPath: path) else { return .rejected(status: 400, reason: .badDeviceToken, timestamp: nil) }
-            (token, fingerprint) = (parsed, parsed.fingerprint)
+        guard let token = prepared?.token ?? Self.deviceToken(inPath: path) else {
+            return .rejected(status: 400, reason: .badDeviceToken, timestamp: nil)
         }
+        let fingerprint = prepared?.fingerprint ?? token.fingerprint
         guard let topic = request.topic, !topic.isEmpty else { return .rejected(status: 400, reason: .missingTopic, timestamp: nil) }
         guard topic.utf8.allSatisfy(Self.isTopicCharacter) else { return .rejected(status: 400, reason: .badTopic, timestamp: nil) }
         if let pushType = request.pushType, !APNsPushType.all.contains(pushType) {
@@ -223,7 +231,9 @@ package struct HTTP2RequestValidator {
         guard bodyBytes <= PayloadFormat.http2(pushType: request.pushType).maximumByteCount else {
             return .rejected(status: 413, reason: .payloadTooLarge, timestamp: nil)
         }
-        switch self.refusedTokens.refusal(of: token, fingerprint: fingerprint) {
+        let refusal =
+            if let prepared { prepared.refusal } else { self.refusedTokens.refusal(of: token, fingerprint: fingerprint) }
+        switch refusal {
         case .invalid: return .rejected(status: 400, reason: .badDeviceToken, timestamp: nil)
         case .unregistered: return .rejected(status: 410, reason: .unregistered, timestamp: now)
         case .otherTopic: return .rejected(status: 400, reason: .deviceTokenNotForTopic, timestamp: nil)

@@ -54,20 +54,9 @@ package struct RefusedTokens: Sendable {
         return self.refusals[token]
     }
 
-    /// Reads ahead what ``refusal(of:fingerprint:)`` will read for these tokens: their filter
-    /// words in one loop, then the table entries of those the filter lets through. A read burst's
-    /// tokens then wait for their cache misses together rather than one after another. Returns how
-    /// many are refused (which also keeps the reads from being optimized away).
-    package func warm(_ tokens: [HTTP2RequestValidator.PreparedToken?]) -> Int {
-        var through = 0
-        for case let prepared? in tokens where self.passes(prepared.fingerprint) { through += 1 }
-        guard through > 0 else { return 0 }
-        var refused = 0
-        for case let prepared? in tokens where self.passes(prepared.fingerprint) && self.refusals[prepared.token] != nil { refused += 1 }
-        return refused
-    }
-
-    private func passes(_ fingerprint: UInt64) -> Bool {
+    /// Whether the filter lets a token with this fingerprint through to the table: false means
+    /// it is not refused.
+    package func passes(_ fingerprint: UInt64) -> Bool {
         let bits = Self.bits(fingerprint)
         return self.filter[Self.word(fingerprint, self.filter.count)] & bits == bits
     }
