@@ -102,19 +102,30 @@ struct ShardRunStateMachineTests {
         // The mark passes 0…2 and takes 2's rejection from the front.
         #expect(machine.outcomes(Self.accepted(0, 1), now: Self.at(2)) == .none)
         #expect(machine.lowWater == 3)
-        // 4 comes after 5 (twice: the repeat is ignored).
-        #expect(machine.outcomes(Self.rejected(4) + Self.rejected(4), now: Self.at(3)) == .none)
+        // 4 comes after 5, and again with another reason: the repeat is ignored.
+        #expect(machine.outcomes(Self.rejected(4) + Self.rejected(4, .unregistered), now: Self.at(3)) == .none)
         #expect(machine.outcomes(Self.accepted(3), now: Self.at(4)) == .collectRepeats(fresh: false))
         #expect(machine.lowWater == 6)
         #expect(
             machine.repeatsCollected(.init(), now: Self.at(4))
                 == .checkpoint(CheckpointDelta(sequence: 1, cursor: 6, accepted: 3, rejections: [Self.rejection(2), Self.rejection(4), Self.rejection(5)]))
         )
+        // Everything held was taken: the next one held starts the list again.
+        #expect(machine.outcomes(Self.rejected(8), now: Self.at(5)) == .none)
+        #expect(machine.checkpointConfirmed(.running, now: Self.at(5)) == .extendWriteDeadline(until: Self.at(4) + .seconds(2)))
+        #expect(machine.writeDeadlineExtended(now: Self.at(5)) == .none)
+        #expect(machine.outcomes(Self.accepted(6, 7), now: Self.at(6)) == .none)
+        #expect(machine.outcomes(Self.accepted(9), now: Self.at(6)) == .collectRepeats(fresh: true))
+        #expect(
+            machine.repeatsCollected(.init(), now: Self.at(6))
+                == .checkpoint(CheckpointDelta(sequence: 2, cursor: 10, accepted: 3, rejections: [Self.rejection(8)]))
+        )
     }
 
     @Test func manyRejectionsHeldAboveAGapAreCountedOnceInOrder() {
-        // 1,202 positions, all rejected but 0 and 1,101, whose answers come last: the mark passes
-        // 1,100 held rejections at once, the list is compacted as 1,201's comes, and the rest follow.
+        // 1,202 positions, all rejected but 0 and 1,101. 0 is answered after all but 1,201 and
+        // 1,101, so the mark passes 1,100 held rejections at once; when 1,201's comes, 1,100 taken
+        // (at least 1,024, and half of the 1,199 held) makes the list compact itself; 1,101 last.
         let count = 1_202
         let configuration = WorkerService.Configuration(
             topic: "com.example.app", environment: .production, leaseMilliseconds: 3_000, checkpointEvery: 100_000,

@@ -171,18 +171,21 @@ private func run(_ bytes: [UInt8], chunk: Int, judge: Bool) -> ([String], String
             buffer.discardReadBytes()
             continue
         }
-        for (streamID, fields, body) in complete {
+        // The chunk's requests read ahead together, as the gateway reads a burst's, with an event
+        // that is not HEADERS between them: one slot per event.
+        var prepared: [HTTP2RequestValidator.PreparedToken?] = []
+        verified.prepareTokens(complete.flatMap { request in [.ping, .headers(streamID: request.0, fields: request.1, endStream: true)] }, into: &prepared)
+        check(prepared.count == 2 * complete.count, "\(prepared.count) tokens read ahead for \(2 * complete.count) events")
+        for (index, (streamID, fields, body)) in complete.enumerated() {
             let reference = Reference(fields)
             let expected = reference.verdict(bodyBytes: body)
             var authenticated = false
             var twin = verified
             let verdict = verified.validate(.init(fields: fields), bodyBytes: body, certificateVerified: true, now: 1_700_000_000, authenticated: &authenticated)
             var twinAuthenticated = false
-            var prepared: [HTTP2RequestValidator.PreparedToken?] = []
-            twin.prepareTokens([.ping, .headers(streamID: streamID, fields: fields, endStream: true)], into: &prepared)
-            check(prepared.count == 2 && prepared[0] == nil, "a token read ahead for an event that is not HEADERS")
+            check(prepared[2 * index] == nil, "a token read ahead for an event that is not HEADERS")
             let ahead = twin.validate(
-                .init(fields: fields), prepared: prepared[1], bodyBytes: body, certificateVerified: true, now: 1_700_000_000,
+                .init(fields: fields), prepared: prepared[2 * index + 1], bodyBytes: body, certificateVerified: true, now: 1_700_000_000,
                 authenticated: &twinAuthenticated
             )
             check(ahead == verdict && twinAuthenticated == authenticated, "with the token read ahead \(ahead), without \(verdict) for \(fields)")

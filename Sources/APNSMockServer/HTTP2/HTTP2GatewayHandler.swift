@@ -161,6 +161,7 @@ final class HTTP2GatewayHandler: ChannelInboundHandler {
             self.tokens = tokens
         }
         self.validator.prepareTokens(events, into: &tokens)
+        assert(tokens.count == events.count, "one token slot per event")
         for (event, token) in zip(events, tokens) { self.handle(context: context, event, token: token) }
         if let failure { self.fail(context: context, failure) }
     }

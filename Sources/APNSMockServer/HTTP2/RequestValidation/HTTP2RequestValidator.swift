@@ -113,11 +113,13 @@ package struct HTTP2RequestValidator {
     package struct PreparedToken {
         let token: DeviceToken
         let fingerprint: UInt64
-        var refusal: RefusedTokens.Refusal? = nil
+        /// What ``RefusedTokens/refusal(of:fingerprint:)`` says of it.
+        var refusal: RefusedTokens.Refusal?
     }
 
     /// Reads ahead the device token of each request in `events`, one slot per event (nil for any
-    /// other event, for a `:path` without a token, and for every event when no token is refused),
+    /// other event, for a `:path` without a token, and for every event when the simulator refuses
+    /// no token),
     /// and looks them all up among the refused tokens: first every token's filter word, then the
     /// table for those that pass. The filter's cache misses then overlap, where one verdict after
     /// another would wait for each in turn. The fuzz target FuzzHTTP2Request checks that a verdict
@@ -136,8 +138,10 @@ package struct HTTP2RequestValidator {
             // The last `:path`, as ``Request`` keeps.
             var path: String?
             for field in fields where field.name == ":path" { path = field.value }
-            tokens.append(path.flatMap(Self.deviceToken(inPath:)).map { PreparedToken(token: $0, fingerprint: $0.fingerprint) })
+            tokens.append(path.flatMap(Self.deviceToken(inPath:)).map { PreparedToken(token: $0, fingerprint: $0.fingerprint, refusal: nil) })
         }
+        // Counted rather than asked with `contains`, so that every filter word is read here. When
+        // none passes, nil is every token's refusal, as `refusal(of:fingerprint:)` would say.
         var through = 0
         for case let prepared? in tokens where self.refusedTokens.passes(prepared.fingerprint) { through += 1 }
         guard through > 0 else { return }
@@ -169,7 +173,8 @@ package struct HTTP2RequestValidator {
 
     /// Judges one complete request.
     /// - Parameters:
-    ///   - prepared: its token as ``prepareTokens(_:into:)`` read it from these fields, if it did.
+    ///   - prepared: its token and its refusal, as ``prepareTokens(_:into:)`` read them from these
+    ///     fields and looked them up, if it did.
     ///   - certificateVerified: the connection presented a client certificate of the configured CA.
     ///   - authenticated: set to `true` if the request passed authentication.
     package mutating func validate(

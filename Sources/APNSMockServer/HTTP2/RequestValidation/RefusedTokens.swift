@@ -56,7 +56,7 @@ package struct RefusedTokens: Sendable {
 
     /// Whether the filter lets a token with this fingerprint through to the table: false means
     /// it is not refused.
-    package func passes(_ fingerprint: UInt64) -> Bool {
+    func passes(_ fingerprint: UInt64) -> Bool {
         let bits = Self.bits(fingerprint)
         return self.filter[Self.word(fingerprint, self.filter.count)] & bits == bits
     }
