@@ -25,7 +25,8 @@ extension PipelineTests {
 
     /// Two launches of one id at once, one of them failing on a bad last line after staging
     /// everything: one campaign, sent exactly. Before each launch staged under its own keys, the
-    /// failing one deleted the winner's shards.
+    /// failing one deleted the winner's shards. (Now and then the good one has finished before the
+    /// bad one starts, which then finds the campaign and changes nothing.)
     @Test func concurrentLaunchesOfOneIdGiveOneExactCampaign() async throws {
         let fixture = try await PipelineFixture.start(count: 20_000)
         defer { Task { await fixture.stop() } }
@@ -43,8 +44,13 @@ extension PipelineTests {
         async let failing = launch(bad)
         let (ok, refused) = try await (good, failing)
         #expect(ok.status == 0, "\(ok.error)")
-        #expect(refused.status != 0)
-        #expect(refused.error.contains("\(bad):\(fixture.tokens.count + 1):"), "\(refused.error)")
+        if refused.status == 0 {
+            // The good launch had made the campaign before the bad one looked: an existing id is
+            // left as it is, whatever file comes with it (launch is idempotent by id).
+            #expect(refused.error.contains("exists already; nothing changed"), "\(refused.error)")
+        } else {
+            #expect(refused.error.contains("\(bad):\(fixture.tokens.count + 1):"), "\(refused.error)")
+        }
 
         let workers = try (0..<2).map { _ in try fixture.startHTTP2Worker(.providerToken) }
         let coordinator = try fixture.startCoordinator()
