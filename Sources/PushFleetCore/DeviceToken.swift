@@ -55,6 +55,25 @@ public struct DeviceToken: Hashable, Sendable {
 
     @usableFromInline
     static func parse(hexUTF8 text: UnsafeRawBufferPointer) -> Result<DeviceToken, DeviceTokenError> {
+        Self.parsePlain(hexDigits: text).map(Result.success) ?? Self.parseSlowly(hexUTF8: text)
+    }
+
+    /// Parses an even number of hexadecimal digits, upper or lower case, and nothing else (no
+    /// spaces, no `<` `>`): a token as APNs' HTTP/2 path carries it. Nil for anything else.
+    public init?(hexDigitsUTF8 text: UnsafeRawBufferPointer) {
+        if let token = Self.parsePlain(hexDigits: text) {
+            self = token
+            return
+        }
+        // Longer than 32 bytes (rare): every byte a digit, then the general parser.
+        guard text.count > 64, Self.hexDigitValues.withUnsafeBufferPointer({ values in text.allSatisfy { values[Int($0)] != 0xFF } }),
+            case .success(let token) = Self.parseSlowly(hexUTF8: text)
+        else { return nil }
+        self = token
+    }
+
+    /// A token of up to 32 bytes in plain digits, or nil.
+    private static func parsePlain(hexDigits text: UnsafeRawBufferPointer) -> DeviceToken? {
         // The most common case, a 32-byte token in 64 plain digits: eight digits at a time.
         if text.count == 64 {
             func bytes(at offset: Int) -> UInt64? {
@@ -65,7 +84,7 @@ public struct DeviceToken: Hashable, Sendable {
                 return (UInt64(first) | UInt64(second) << 32).littleEndian
             }
             if let a = bytes(at: 0), let b = bytes(at: 16), let c = bytes(at: 32), let d = bytes(at: 48) {
-                return .success(DeviceToken(storage: .inline(a, b, c, d, count: 32)))
+                return DeviceToken(storage: .inline(a, b, c, d, count: 32))
             }
         }
         // Other plain digits of a token of up to 32 bytes: each digit's value looked up,
@@ -86,9 +105,9 @@ public struct DeviceToken: Hashable, Sendable {
                     return invalid & 0xF0 == 0
                 }
             }
-            if plain { return .success(DeviceToken(storage: .inline(words.0, words.1, words.2, words.3, count: UInt8(text.count / 2)))) }
+            if plain { return DeviceToken(storage: .inline(words.0, words.1, words.2, words.3, count: UInt8(text.count / 2))) }
         }
-        return Self.parseSlowly(hexUTF8: text)
+        return nil
     }
 
     /// The four bytes that eight hexadecimal digits spell (the first digit in `digits`' lowest

@@ -13,6 +13,8 @@
 //    and the slow path must agree with it).
 // 3. An accepted token's lowercase hex (`hexString`) equals the input's digits lowercased, its
 //    `count` is half the digit count, and DeviceToken(bytes:) of its bytes is the same token.
+// 4. DeviceToken(hexDigitsUTF8:) (digits only, as an HTTP/2 path carries a token) accepts iff every
+//    byte is a hex digit and the general parser accepts, and gives the same token.
 import FuzzSupport
 import PushFleetCore
 
@@ -63,6 +65,8 @@ private func checkLine(_ line: [UInt8]) {
         parsed = nil
         failure = error
     }
+    let digitsOnly = line.withUnsafeBytes { DeviceToken(hexDigitsUTF8: $0) }
+    check(digitsOnly == (line.allSatisfy(isHexDigit) ? parsed : nil), "digits only: \(String(describing: digitsOnly)) for \(line)")
     // Also through the contiguous-storage-less generic path.
     let viaSequence = try? DeviceToken(hexUTF8: line.lazy.map { $0 })
     check(viaSequence == parsed, "the generic path disagrees with the array path on \(line)")

@@ -138,12 +138,18 @@ final class HTTP2GatewayHandler: ChannelInboundHandler {
         } else {
             self.inbound.writeBuffer(&bytes)
         }
-        // The events are handled once the read is: handling one writes to the framer.
+        // The events are handled once the read is: handling one writes to the framer. This read's
+        // requests have their device tokens looked up together, so that the lookups' cache misses
+        // overlap.
         var events = self.events
+        var tokens = self.tokens
         self.events = []
+        self.tokens = []
         defer {
             events.removeAll(keepingCapacity: true)
+            tokens.removeAll(keepingCapacity: true)
             self.events = events
+            self.tokens = tokens
         }
         let failure: HTTP2ConnectionError?
         do {
@@ -151,14 +157,6 @@ final class HTTP2GatewayHandler: ChannelInboundHandler {
             failure = nil
         } catch {
             failure = error
-        }
-        // This read's requests have their device tokens looked up together, so that the lookups'
-        // cache misses overlap.
-        var tokens = self.tokens
-        self.tokens = []
-        defer {
-            tokens.removeAll(keepingCapacity: true)
-            self.tokens = tokens
         }
         self.validator.prepareTokens(events, into: &tokens)
         assert(tokens.count == events.count, "one token slot per event")

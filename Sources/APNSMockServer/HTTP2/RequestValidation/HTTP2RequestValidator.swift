@@ -119,9 +119,8 @@ package struct HTTP2RequestValidator {
 
     /// Reads ahead the device token of each request in `events`, one slot per event (nil for any
     /// other event, for a `:path` without a token, and for every event when the simulator refuses
-    /// no token),
-    /// and looks them all up among the refused tokens: first every token's filter word, then the
-    /// table for those that pass. The filter's cache misses then overlap, where one verdict after
+    /// no token), and looks them all up among the refused tokens: first every token's filter word,
+    /// then the table for those that pass. The filter's cache misses then overlap, where one verdict after
     /// another would wait for each in turn. The fuzz target FuzzHTTP2Request checks that a verdict
     /// given its token read ahead is the verdict given without it.
     package func prepareTokens(_ events: [HTTP2ServerFramer.Event], into tokens: inout [PreparedToken?]) {
@@ -156,17 +155,9 @@ package struct HTTP2RequestValidator {
         guard path.hasPrefix(Self.devicePathPrefix) else { return nil }
         var path = path
         return path.withUTF8 { utf8 in
-            let text = UnsafeBufferPointer(rebasing: utf8[Self.devicePathPrefix.utf8.count...])
-            // `DeviceToken(hexUTF8:)` also reads spaces and `<…>`; a path has hex digits only.
-            // They are checked by table, without a branch per digit: every notification's path is
-            // read, and the digits and letters of random tokens interleave unpredictably.
-            let notHex = Self.notHexDigit.withUnsafeBufferPointer { table in text.reduce(0) { $0 | table[Int($1)] } }
-            return notHex == 0 ? try? DeviceToken(hexUTF8: text) : nil
+            DeviceToken(hexDigitsUTF8: UnsafeRawBufferPointer(UnsafeBufferPointer(rebasing: utf8[Self.devicePathPrefix.utf8.count...])))
         }
     }
-
-    /// 1 for each byte that is not a hex digit, 0 for each that is.
-    private static let notHexDigit: [UInt8] = (0...255).map { Self.isHexDigit(UInt8($0)) ? 0 : 1 }
 
     /// Whether a request on this connection was answered `ExpiredProviderToken`.
     var isWedged: Bool { self.authenticator.isWedged }
