@@ -108,8 +108,11 @@ extension PipelineTests {
         defer { Task { await proxy.stop() } }
         let proxied = direct.through(redis: proxy)
         let coordinator = try proxied.startCoordinator()
+        // The loss must land mid-campaign whatever the machine: the workers start once the launch
+        // has returned (a launch that returns late would otherwise find the campaign over), and
+        // the campaign is throttled to 10,000 a second, so that it runs for some 10 s.
+        let id = try await direct.launch(["--rate", "10000"], protocol: `protocol`)
         let workers = try (0..<2).map { _ in try (fault == "restart" ? proxied : direct).startWorker(protocol: `protocol`) }
-        let id = try await direct.launch(protocol: `protocol`)
         let deadline = ContinuousClock.now + .seconds(600)
         while direct.mock.ledger.snapshot().distinctTokens < 20_000 && ContinuousClock.now < deadline {
             try await Task.sleep(for: .milliseconds(20))

@@ -22,7 +22,6 @@ extension PipelineTests {
         let fixture = try await PipelineFixture.start(count: 100_000).onRedisDatabase(10)
         defer { Task { await fixture.stop() } }
         let coordinator = try fixture.startCoordinator()
-        let workers = try (0..<2).map { _ in try fixture.startWorker(protocol: `protocol`) }
 
         // Recipient i's fields as the CSV holds them, and its payload as JSON writes it.
         func name(_ index: Int) -> (csv: String, json: String) {
@@ -42,9 +41,15 @@ extension PipelineTests {
         try lines.joined(separator: "\n").write(toFile: audience, atomically: true, encoding: .utf8)
         defer { try? FileManager.default.removeItem(atPath: audience) }
 
+        // With `flushdb` the loss must land mid-campaign: the workers start once the launch has
+        // returned, and the campaign is throttled to 10,000 a second (some 10 s). CI once saw a
+        // binary run whose launch returned late, after the workers had sent all 100,000: the
+        // FLUSHDB then found nothing to lose, and nothing was rebuilt.
         let id = try await fixture.launch(
-            ["--payload", #"{"aps":{"alert":"Hi {{first_name|there}}, {{offer}}"}}"#], protocol: `protocol`, audience: audience
+            ["--payload", #"{"aps":{"alert":"Hi {{first_name|there}}, {{offer}}"}}"#] + (fault == "flushdb" ? ["--rate", "10000"] : []),
+            protocol: `protocol`, audience: audience
         )
+        let workers = try (0..<2).map { _ in try fixture.startWorker(protocol: `protocol`) }
         if fault == "flushdb" {
             let deadline = ContinuousClock.now + .seconds(600)
             while fixture.mock.ledger.snapshot().distinctTokens < 20_000 && ContinuousClock.now < deadline {
