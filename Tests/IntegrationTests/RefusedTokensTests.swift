@@ -24,11 +24,46 @@ import Testing
         for token in unregistered { #expect(refused.refusal(of: token, fingerprint: token.fingerprint) == .unregistered) }
     }
 
+    /// The batch lookup says what one lookup after another says, for every token of the batch
+    /// (gaps, false positives, tokens sharing a slot, and a token given another's fingerprint
+    /// included), in order.
+    @Test func aBatchLookupSaysWhatSingleLookupsSay() {
+        let refused = RefusedTokens(
+            invalid: Set((0..<3_000).map { self.token($0 * 5) }), unregistered: Set((0..<3_000).map { self.token($0 * 5 + 1) })
+        )
+        var batch: [(token: DeviceToken, fingerprint: UInt64)?] = (0..<40_000).map { n in
+            n % 9 == 4 ? nil : (self.token(n), self.token(n).fingerprint)
+        }
+        batch[7] = (self.token(7), self.token(10).fingerprint)
+        var expected: [(Int, RefusedTokens.Refusal)] = []
+        for (index, entry) in batch.enumerated() {
+            if let entry, let refusal = refused.refusal(of: entry.token, fingerprint: entry.fingerprint) { expected.append((index, refusal)) }
+        }
+        var found: [(Int, RefusedTokens.Refusal)] = []
+        batch.map { $0?.fingerprint ?? 0 }.withUnsafeBufferPointer { fingerprints in
+            refused.refusals(fingerprints: fingerprints, token: { batch[$0]!.token }) { found.append(($0, $1)) }
+        }
+        #expect(found.count == expected.count)
+        #expect(found.elementsEqual(expected) { $0.0 == $1.0 && $0.1 == $1.1 })
+        // The refused ones: of the first 15,000, every fifth and the one after it, less the gaps.
+        #expect(expected.map(\.0) == (0..<15_000).filter { $0 % 5 < 2 && $0 % 9 != 4 })
+    }
+
     @Test func aTokenInSeveralSetsGetsInvalidThenUnregistered() {
         let refused = RefusedTokens(invalid: [self.token(1)], unregistered: [self.token(1), self.token(2)], otherTopic: [self.token(1), self.token(2), self.token(3)])
         #expect(refused.refusal(of: self.token(1), fingerprint: self.token(1).fingerprint) == .invalid)
         #expect(refused.refusal(of: self.token(2), fingerprint: self.token(2).fingerprint) == .unregistered)
         #expect(refused.refusal(of: self.token(3), fingerprint: self.token(3).fingerprint) == .otherTopic)
+    }
+
+    /// The table is addressed by fingerprint but decides by the token: a token that came with a
+    /// refused token's fingerprint (two tokens may share one) is not refused for it.
+    @Test func aTokenSharingARefusedTokensFingerprintIsNotRefused() {
+        let refused = RefusedTokens(invalid: Set((0..<100).map { self.token($0) }), unregistered: [])
+        for n in 0..<100 {
+            #expect(refused.refusal(of: self.token(n + 1_000), fingerprint: self.token(n).fingerprint) == nil)
+            #expect(refused.refusal(of: self.token(n), fingerprint: self.token(n).fingerprint) == .invalid)
+        }
     }
 
     @Test func noRefusedTokensRefuseNothing() {

@@ -119,34 +119,36 @@ package struct HTTP2RequestValidator {
 
     /// Reads ahead the device token of each request in `events`, one slot per event (nil for any
     /// other event, for a `:path` without a token, and for every event when the simulator refuses
-    /// no token), and looks them all up among the refused tokens: first every token's filter word,
-    /// then the table for those that pass. The filter's cache misses then overlap, where one verdict after
-    /// another would wait for each in turn. The fuzz target FuzzHTTP2Request checks that a verdict
-    /// given its token read ahead is the verdict given without it.
+    /// no token), and looks them all up among the refused tokens together
+    /// (``RefusedTokens/refusals(fingerprints:token:found:)``): their waits for memory then overlap, where one
+    /// verdict after another would wait for each in turn. The fuzz target FuzzHTTP2Request checks
+    /// that a verdict given its token read ahead is the verdict given without it.
     package func prepareTokens(_ events: [HTTP2ServerFramer.Event], into tokens: inout [PreparedToken?]) {
         tokens.removeAll(keepingCapacity: true)
         guard !self.refusedTokens.isEmpty else {
             tokens.append(contentsOf: repeatElement(nil, count: events.count))
             return
         }
-        for event in events {
-            guard case .headers(_, let fields, _) = event else {
-                tokens.append(nil)
-                continue
+        withUnsafeTemporaryAllocation(of: UInt64.self, capacity: events.count) { fingerprints in
+            for (index, event) in events.enumerated() {
+                fingerprints[index] = 0
+                guard case .headers(_, let fields, _) = event else {
+                    tokens.append(nil)
+                    continue
+                }
+                // The last `:path`, as ``Request`` keeps.
+                var path: String?
+                for field in fields where field.name == ":path" { path = field.value }
+                guard let token = path.flatMap(Self.deviceToken(inPath:)) else {
+                    tokens.append(nil)
+                    continue
+                }
+                fingerprints[index] = token.fingerprint
+                tokens.append(PreparedToken(token: token, fingerprint: fingerprints[index], refusal: nil))
             }
-            // The last `:path`, as ``Request`` keeps.
-            var path: String?
-            for field in fields where field.name == ":path" { path = field.value }
-            tokens.append(path.flatMap(Self.deviceToken(inPath:)).map { PreparedToken(token: $0, fingerprint: $0.fingerprint, refusal: nil) })
-        }
-        // Counted rather than asked with `contains`, so that every filter word is read here. When
-        // none passes, nil is every token's refusal, as `refusal(of:fingerprint:)` would say.
-        var through = 0
-        for case let prepared? in tokens where self.refusedTokens.passes(prepared.fingerprint) { through += 1 }
-        guard through > 0 else { return }
-        for index in tokens.indices {
-            guard let prepared = tokens[index] else { continue }
-            tokens[index]?.refusal = self.refusedTokens.refusal(of: prepared.token, fingerprint: prepared.fingerprint)
+            self.refusedTokens.refusals(fingerprints: UnsafeBufferPointer(fingerprints), token: { tokens[$0]!.token }) { index, refusal in
+                tokens[index]?.refusal = refusal
+            }
         }
     }
 

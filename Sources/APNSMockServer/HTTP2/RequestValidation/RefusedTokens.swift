@@ -10,6 +10,11 @@ package import PushFleetCore
 /// audience, most of a stale one's valid tokens) costs one word read; one it lets through is looked
 /// up in the table, which decides.
 ///
+/// The table is open-addressed by the fingerprint, which is hashed already: a slot holds the
+/// fingerprint, the token and the refusal together, so a lookup reads one slot (one cache line,
+/// mostly) and compares the token itself: two tokens with one fingerprint stay apart. (A
+/// `Dictionary` would hash each token again, and keep its keys and values in two arrays.)
+///
 /// Built once per simulator and shared by its connections (copied on write, and never written).
 package struct RefusedTokens: Sendable {
     package enum Refusal: Equatable, Sendable {
@@ -21,37 +26,104 @@ package struct RefusedTokens: Sendable {
         case otherTopic
     }
 
+    /// A slot of the table; `fingerprint` 0 (no token's) marks it empty.
+    private struct Slot: Sendable {
+        var fingerprint: UInt64
+        var token: DeviceToken
+        var refusal: Refusal
+    }
+
     private static let largestFilterWords = 1 << 18
 
-    private let refusals: [DeviceToken: Refusal]
+    /// A power of two of slots, at most half of them used, so that a probe ends soon.
+    private let slots: [Slot]
     private let filter: [UInt64]
+    private let count: Int
 
     /// A token in more than one set gets the first of invalid, unregistered, other topic.
     package init(invalid: Set<DeviceToken>, unregistered: Set<DeviceToken>, otherTopic: Set<DeviceToken> = []) {
-        var refusals: [DeviceToken: Refusal] = [:]
-        refusals.reserveCapacity(invalid.count + unregistered.count + otherTopic.count)
-        for (tokens, refusal) in [(otherTopic, Refusal.otherTopic), (unregistered, .unregistered), (invalid, .invalid)] {
-            for token in tokens { refusals[token] = refusal }
+        let most = invalid.count + unregistered.count + otherTopic.count
+        var size = 1
+        while size < most * 2 { size <<= 1 }
+        // The empty slots' token is never read: their fingerprint says they are empty. (One byte
+        // is a valid token: this cannot throw.)
+        let placeholder = try! DeviceToken(bytes: [0])
+        var slots = [Slot](repeating: Slot(fingerprint: 0, token: placeholder, refusal: .invalid), count: size)
+        var count = 0
+        for (tokens, refusal) in [(invalid, Refusal.invalid), (unregistered, .unregistered), (otherTopic, .otherTopic)] {
+            for token in tokens {
+                let fingerprint = token.fingerprint
+                var slot = Self.home(fingerprint, size)
+                while slots[slot].fingerprint != 0, slots[slot].fingerprint != fingerprint || slots[slot].token != token {
+                    slot = (slot + 1) & (size - 1)
+                }
+                // Already there from an earlier set: it keeps that set's refusal.
+                guard slots[slot].fingerprint == 0 else { continue }
+                slots[slot] = Slot(fingerprint: fingerprint, token: token, refusal: refusal)
+                count += 1
+            }
         }
         // About 16 bits a token (one in a hundred valid tokens let through) until the cap.
         var words = 1
-        while words < refusals.count / 4, words < Self.largestFilterWords { words <<= 1 }
+        while words < count / 4, words < Self.largestFilterWords { words <<= 1 }
         var filter = [UInt64](repeating: 0, count: words)
-        for token in refusals.keys {
-            let fingerprint = token.fingerprint
-            filter[Self.word(fingerprint, words)] |= Self.bits(fingerprint)
+        for slot in slots where slot.fingerprint != 0 {
+            filter[Self.word(slot.fingerprint, words)] |= Self.bits(slot.fingerprint)
         }
-        self.refusals = refusals
+        self.slots = slots
         self.filter = filter
+        self.count = count
     }
 
-    package var isEmpty: Bool { self.refusals.isEmpty }
+    package var isEmpty: Bool { self.count == 0 }
 
     /// Why `token` is refused, if it is; `fingerprint` is its ``TokenFingerprint``.
     /// With none refused the filter is one empty word: nothing passes it.
     package func refusal(of token: DeviceToken, fingerprint: UInt64) -> Refusal? {
         guard self.passes(fingerprint) else { return nil }
-        return self.refusals[token]
+        return self.probe(token, fingerprint)
+    }
+
+    /// Looks up many tokens at once, as ``refusal(of:fingerprint:)`` would one by one, and reports
+    /// each refused one with `found(index, refusal)`, in order. `fingerprints` holds a fingerprint
+    /// per entry, 0 where there is no token (no token's fingerprint is 0); `token(index)` is the
+    /// token of an entry the table has to compare.
+    ///
+    /// A lookup in a table this size waits for memory: its filter word is in cache, but its slot
+    /// rarely is, nor the slot's page in the TLB. One lookup after another waits for each in turn,
+    /// and worse, a branch on a filter word that is still on its way (a token of a stale audience
+    /// passes or not, unpredictably) throws away the loads begun after it. So the filter is read
+    /// for every entry without a branch, then the first slot of every entry it let through, in a
+    /// loop of loads alone, whose waits overlap; the table is then searched in cache.
+    package func refusals(fingerprints: UnsafeBufferPointer<UInt64>, token: (Int) -> DeviceToken, found: (Int, Refusal) -> Void) {
+        guard !self.isEmpty, !fingerprints.isEmpty else { return }
+        withUnsafeTemporaryAllocation(of: (index: Int, first: UInt64).self, capacity: fingerprints.count) { through in
+            var passed = 0
+            for (index, fingerprint) in fingerprints.enumerated() {
+                // Written for every entry, kept (by moving on) for those that pass.
+                through[passed] = (index, 0)
+                passed &+= self.passes(fingerprint) && fingerprint != 0 ? 1 : 0
+            }
+            let size = self.slots.count
+            for entry in 0..<passed {
+                through[entry].first = self.slots[Self.home(fingerprints[through[entry].index], size)].fingerprint
+            }
+            for (index, first) in through[..<passed] where first != 0 {
+                if let refusal = self.probe(token(index), fingerprints[index]) { found(index, refusal) }
+            }
+        }
+    }
+
+    /// The table's answer for a token the filter let through.
+    private func probe(_ token: DeviceToken, _ fingerprint: UInt64) -> Refusal? {
+        let mask = self.slots.count - 1
+        var slot = Self.home(fingerprint, self.slots.count)
+        while true {
+            let found = self.slots[slot].fingerprint
+            if found == 0 { return nil }
+            if found == fingerprint, self.slots[slot].token == token { return self.slots[slot].refusal }
+            slot = (slot + 1) & mask
+        }
     }
 
     /// Whether the filter lets a token with this fingerprint through to the table: false means
@@ -59,6 +131,12 @@ package struct RefusedTokens: Sendable {
     func passes(_ fingerprint: UInt64) -> Bool {
         let bits = Self.bits(fingerprint)
         return self.filter[Self.word(fingerprint, self.filter.count)] & bits == bits
+    }
+
+    /// A fingerprint's first slot: from bits 18 and up, above those that choose its filter word
+    /// (`size` is a power of two).
+    private static func home(_ fingerprint: UInt64, _ size: Int) -> Int {
+        Int(truncatingIfNeeded: fingerprint &>> 18) & (size - 1)
     }
 
     /// The word of a fingerprint: its low bits (`words` is a power of two).
