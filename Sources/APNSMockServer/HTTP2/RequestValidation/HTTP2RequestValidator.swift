@@ -136,9 +136,13 @@ package struct HTTP2RequestValidator {
                     tokens.append(nil)
                     continue
                 }
-                // The last `:path`, as ``Request`` keeps.
+                // The last `:path`, as ``Request`` keeps. Every request of a read passes here (when
+                // any token is refused) and again through ``Request``: names are told apart by their
+                // length first, which is read without a call, and no field is copied.
                 var path: String?
-                for field in fields where field.name == ":path" { path = field.value }
+                for index in fields.indices where fields[index].name.utf8.count == 5 && fields[index].name == ":path" {
+                    path = fields[index].value
+                }
                 guard let token = path.flatMap(Self.deviceToken(inPath:)) else {
                     tokens.append(nil)
                     continue
