@@ -199,7 +199,7 @@ if [[ -n "$rate" ]]; then
     exit "$status"
 fi
 ((personalized == 0)) || gateway_note="$gateway_note, personalized (2 fields)"
-echo "run: $tokens tokens ($stale_percent% stale), $workers workers x $connections connections, $protocol, simulator error delay $error_delay_ms ms$gateway_note$( ((registered)) && echo ", launched from the registry")"
+echo "run: $tokens tokens ($stale_percent% stale), $workers workers x $connections connections, $protocol, simulator error delay $error_delay_ms ms, coordinator every $coordinator_interval_ms ms$gateway_note$( ((registered)) && echo ", launched from the registry")"
 
 head -c $((tokens * 32)) /dev/urandom | od -An -v -tx1 -w32 | tr -d ' ' >"$tmp/tokens.txt"
 # Stale tokens, evenly spread: token i is stale when floor((i + 1) * S / N) > floor(i * S / N).
@@ -268,9 +268,16 @@ while :; do
     sleep 0.5
 done
 read -r sim1 coord1 redis1 pg1 <<<"$(others_ticks)"
-# When the coordinator ended it, not when this loop saw it (up to half a second later).
-done_at="$("$PF_PG_BIN/psql" "$PUSHFLEET_POSTGRES_URL" -Atc "SELECT extract(epoch FROM finished_at) FROM campaigns WHERE campaign_id = '$id'")"
-[[ -n "$done_at" ]] || { echo "bench: campaign $id has no finished_at in Postgres" >&2; done_at="$(now)"; }
+# When the coordinator ended it, not when this loop saw it (up to half a second later). A failed
+# query falls back to the loop's time, and says so.
+done_at="$(now)"
+[[ "$id" =~ ^[0-9a-f-]{36}$ ]] && finished_at="$("$PF_PG_BIN/psql" -X -Atc \
+    "SELECT extract(epoch FROM finished_at) FROM campaigns WHERE campaign_id = '$id'" "$PUSHFLEET_POSTGRES_URL" 2>"$tmp/psql.err")" || true
+if [[ "${finished_at:-}" =~ ^[0-9]+(\.[0-9]+)?$ ]]; then
+    done_at="$finished_at"
+else
+    echo "bench: no finished_at for campaign $id in Postgres ($(head -c 300 "$tmp/psql.err")); the end is when the status poll saw it" >&2
+fi
 
 ticks=0
 rss_max=0

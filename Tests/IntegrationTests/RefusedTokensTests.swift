@@ -66,6 +66,38 @@ import Testing
         }
     }
 
+    /// Tokens that share a fingerprint (every token's is 42 here) are told apart in the table:
+    /// each is found with its own refusal, and a token that is not refused is not.
+    @Test func tokensSharingAFingerprintAreToldApartInTheTable() {
+        let refused = RefusedTokens(
+            invalid: [self.token(1), self.token(2)], unregistered: [self.token(3), self.token(1)], otherTopic: [self.token(4)],
+            fingerprint: { _ in 42 }
+        )
+        #expect(refused.refusal(of: self.token(1), fingerprint: 42) == .invalid)
+        #expect(refused.refusal(of: self.token(2), fingerprint: 42) == .invalid)
+        #expect(refused.refusal(of: self.token(3), fingerprint: 42) == .unregistered)
+        #expect(refused.refusal(of: self.token(4), fingerprint: 42) == .otherTopic)
+        #expect(refused.refusal(of: self.token(5), fingerprint: 42) == nil)
+    }
+
+    /// A batch entry without a token (fingerprint 0) is never looked up, even where the filter
+    /// would let a fingerprint of 0 through and the first slot it names holds a token: the
+    /// gateway's read has such entries for every frame that is not a request.
+    @Test func anEntryWithoutATokenIsNeverLookedUp() throws {
+        // A refused token whose filter bits let 0 through and whose slot is 0's: searched for.
+        let refused = try #require((0..<100_000).lazy.map { n in (n, RefusedTokens(invalid: [self.token(n)], unregistered: [])) }.first { n, table in
+            table.passes(0) && RefusedTokens.home(self.token(n).fingerprint, table.slotCount) == RefusedTokens.home(0, table.slotCount)
+        })
+        let fingerprints: [UInt64] = [0, self.token(refused.0).fingerprint, 0]
+        var asked: [Int] = []
+        var found: [Int] = []
+        fingerprints.withUnsafeBufferPointer { buffer in
+            refused.1.refusals(fingerprints: buffer, token: { asked.append($0); return self.token(refused.0) }) { index, _ in found.append(index) }
+        }
+        #expect(asked == [1])
+        #expect(found == [1])
+    }
+
     @Test func noRefusedTokensRefuseNothing() {
         let refused = RefusedTokens(invalid: [], unregistered: [])
         #expect(refused.isEmpty)

@@ -96,7 +96,7 @@ pf_install_missing() {
     pf_deb_installed libhiredis-dev || missing+=(libhiredis-dev)
     # redis-cli comes from redis-tools, a dependency of redis-server.
     { command -v redis-server && command -v redis-cli; } >/dev/null 2>&1 || missing+=(redis-server)
-    { [[ -x "$PF_PG_BIN/postgres" && -x "$PF_PG_BIN/initdb" ]]; } || missing+=(postgresql)
+    { [[ -x "$PF_PG_BIN/postgres" && -x "$PF_PG_BIN/initdb" && -x "$PF_PG_BIN/psql" ]]; } || missing+=(postgresql)
     command -v openssl >/dev/null 2>&1 || missing+=(openssl)
     command -v pkg-config >/dev/null 2>&1 || missing+=(pkg-config)
     pf_deb_installed ca-certificates || missing+=(ca-certificates)

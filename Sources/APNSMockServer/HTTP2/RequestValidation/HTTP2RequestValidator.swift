@@ -138,10 +138,10 @@ package struct HTTP2RequestValidator {
                 }
                 // The last `:path`, as ``Request`` keeps. Every request of a read passes here (when
                 // any token is refused) and again through ``Request``: names are told apart by their
-                // length first, which is read without a call, and no field is copied.
+                // length first, which is read without a call.
                 var path: String?
-                for index in fields.indices where fields[index].name.utf8.count == 5 && fields[index].name == ":path" {
-                    path = fields[index].value
+                for field in fields.indices where fields[field].name.utf8.count == 5 && fields[field].name == ":path" {
+                    path = fields[field].value
                 }
                 guard let token = path.flatMap(Self.deviceToken(inPath:)) else {
                     tokens.append(nil)

@@ -11,8 +11,8 @@ package import PushFleetCore
 /// up in the table, which decides.
 ///
 /// The table is open-addressed by the fingerprint, which is hashed already: a slot holds the
-/// fingerprint, the token and the refusal together, so a lookup reads one slot (one cache line,
-/// mostly) and compares the token itself: two tokens with one fingerprint stay apart. (A
+/// fingerprint, the token and the refusal together (48 bytes), so a lookup reads one slot (one or
+/// two cache lines) and compares the token itself: two tokens with one fingerprint stay apart. (A
 /// `Dictionary` would hash each token again, and keep its keys and values in two arrays.)
 ///
 /// Built once per simulator and shared by its connections (copied on write, and never written).
@@ -40,8 +40,17 @@ package struct RefusedTokens: Sendable {
     private let filter: [UInt64]
     private let count: Int
 
+    /// The table's size: a power of two.
+    var slotCount: Int { self.slots.count }
+
     /// A token in more than one set gets the first of invalid, unregistered, other topic.
     package init(invalid: Set<DeviceToken>, unregistered: Set<DeviceToken>, otherTopic: Set<DeviceToken> = []) {
+        self.init(invalid: invalid, unregistered: unregistered, otherTopic: otherTopic, fingerprint: \.fingerprint)
+    }
+
+    /// The same with another fingerprint than ``TokenFingerprint``: tests give tokens one
+    /// fingerprint to see them told apart.
+    init(invalid: Set<DeviceToken>, unregistered: Set<DeviceToken>, otherTopic: Set<DeviceToken>, fingerprint: (DeviceToken) -> UInt64) {
         let most = invalid.count + unregistered.count + otherTopic.count
         var size = 1
         while size < most * 2 { size <<= 1 }
@@ -52,7 +61,7 @@ package struct RefusedTokens: Sendable {
         var count = 0
         for (tokens, refusal) in [(invalid, Refusal.invalid), (unregistered, .unregistered), (otherTopic, .otherTopic)] {
             for token in tokens {
-                let fingerprint = token.fingerprint
+                let fingerprint = fingerprint(token)
                 var slot = Self.home(fingerprint, size)
                 while slots[slot].fingerprint != 0, slots[slot].fingerprint != fingerprint || slots[slot].token != token {
                     slot = (slot + 1) & (size - 1)
@@ -102,7 +111,7 @@ package struct RefusedTokens: Sendable {
             for (index, fingerprint) in fingerprints.enumerated() {
                 // Written for every entry, kept (by moving on) for those that pass.
                 through[passed] = (index, 0)
-                passed &+= self.passes(fingerprint) && fingerprint != 0 ? 1 : 0
+                passed &+= (self.passes(fingerprint) ? 1 : 0) & (fingerprint != 0 ? 1 : 0)
             }
             let size = self.slots.count
             for entry in 0..<passed {
@@ -134,8 +143,8 @@ package struct RefusedTokens: Sendable {
     }
 
     /// A fingerprint's first slot: from bits 18 and up, above those that choose its filter word
-    /// (`size` is a power of two).
-    private static func home(_ fingerprint: UInt64, _ size: Int) -> Int {
+    /// (`size` is a power of two, ``slotCount``).
+    static func home(_ fingerprint: UInt64, _ size: Int) -> Int {
         Int(truncatingIfNeeded: fingerprint &>> 18) & (size - 1)
     }
 
