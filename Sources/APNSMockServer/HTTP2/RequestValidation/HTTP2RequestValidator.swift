@@ -143,7 +143,7 @@ package struct HTTP2RequestValidator {
                 for field in fields.indices where fields[field].name.utf8.count == 5 && fields[field].name == ":path" {
                     path = fields[field].value
                 }
-                guard let token = path.flatMap(Self.deviceToken(inPath:)) else {
+                guard let path, path.hasPrefix(Self.devicePathPrefix), let token = Self.deviceToken(afterPrefixOf: path) else {
                     tokens.append(nil)
                     continue
                 }
@@ -156,9 +156,9 @@ package struct HTTP2RequestValidator {
         }
     }
 
-    /// The token after `/3/device/`, if that is an even number of hex digits (rule 7).
-    private static func deviceToken(inPath path: String) -> DeviceToken? {
-        guard path.hasPrefix(Self.devicePathPrefix) else { return nil }
+    /// The token after `/3/device/` in a path that starts with it (the caller has checked), if
+    /// that is an even number of hex digits (rule 7).
+    private static func deviceToken(afterPrefixOf path: String) -> DeviceToken? {
         var path = path
         return path.withUTF8 { utf8 in
             DeviceToken(hexDigitsUTF8: UnsafeRawBufferPointer(UnsafeBufferPointer(rebasing: utf8[Self.devicePathPrefix.utf8.count...])))
@@ -196,7 +196,7 @@ package struct HTTP2RequestValidator {
         guard path.utf8.count > Self.devicePathPrefix.utf8.count else {
             return .rejected(status: 400, reason: .missingDeviceToken, timestamp: nil)
         }
-        guard let token = prepared?.token ?? Self.deviceToken(inPath: path) else {
+        guard let token = prepared?.token ?? Self.deviceToken(afterPrefixOf: path) else {
             return .rejected(status: 400, reason: .badDeviceToken, timestamp: nil)
         }
         let fingerprint = prepared?.fingerprint ?? token.fingerprint
