@@ -253,7 +253,7 @@ struct PipelineFixture {
     /// Unregistered` (never delivered); over the binary protocol unregistered tokens are accepted
     /// and reported later by the feedback service.
     func expectReconciled(_ status: [String: Any], duplicatesAllowed: Int, http2: Bool = false) {
-        let undeliverable = http2 ? self.invalid.union(self.unregistered) : self.invalid
+        let undeliverable = self.undeliverable(http2: http2)
         let valid = self.tokens.count - undeliverable.count
         var rejected: [String: Int] = [:]
         if !self.invalid.isEmpty { rejected[http2 ? "BadDeviceToken" : "InvalidToken"] = self.invalid.count }
@@ -268,6 +268,12 @@ struct PipelineFixture {
         #expect(delivered == 0, "invalid tokens delivered")
         let duplicates = self.mock.ledger.snapshot().duplicateDeliveries
         #expect(duplicates <= duplicatesAllowed, "duplicate deliveries")
+    }
+
+    /// The tokens the simulator never accepts: the invalid ones, and over HTTP/2 the unregistered
+    /// ones too (over binary those are accepted, and the feedback service lists them later).
+    func undeliverable(http2: Bool) -> Set<DeviceToken> {
+        http2 ? self.invalid.union(self.unregistered) : self.invalid
     }
 
     /// Registers the audience's stale tokens but `excepted` an hour ago: the coordinator marks the

@@ -51,7 +51,7 @@ extension PipelineTests {
         #expect(direct.mock.ledger.snapshot().distinctTokens == delivered, "workers still sending after the cancel was settled")
         // Invalid tokens are never accepted; unregistered ones are refused over HTTP/2 (410), and
         // accepted over binary (the feedback service reports them later).
-        let refused = `protocol` == "http2" ? direct.invalid.union(direct.unregistered) : direct.invalid
+        let refused = direct.undeliverable(http2: `protocol` == "http2")
         let valid = direct.tokens.count - refused.count
         #expect(delivered < valid, "the workers sent the whole audience after the cancel: \(delivered) of \(valid)")
         #expect(cancelled > 0)
@@ -123,7 +123,7 @@ extension PipelineTests {
         try await client.shutdown()
         #expect(reply.string == "OK")
         let deliveredBefore = direct.mock.ledger.snapshot().distinctTokens
-        let deliverable = direct.tokens.count - (`protocol` == "http2" ? direct.invalid.union(direct.unregistered) : direct.invalid).count
+        let deliverable = direct.tokens.count - direct.undeliverable(http2: `protocol` == "http2").count
         #expect(deliveredBefore < deliverable, "the loss landed after every token was delivered: it tests nothing")
         let (point, shards) = try await direct.withStore { store in
             let point = try #require(try await store.recoveryPoint(id))

@@ -79,7 +79,7 @@ extension PipelineTests {
             launch = try await status()
         }
 
-        let undeliverable = http2 ? fixture.invalid.union(fixture.unregistered) : fixture.invalid
+        let undeliverable = fixture.undeliverable(http2: http2)
         var expected: [String: (total: Int, accepted: Int)] = [:]
         for (index, token) in fixture.tokens.enumerated() {
             let startsNow = zone(index) != "Asia/Tokyo"

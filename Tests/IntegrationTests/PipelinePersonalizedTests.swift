@@ -50,7 +50,7 @@ extension PipelineTests {
             protocol: `protocol`, audience: audience
         )
         let workers = try (0..<2).map { _ in try fixture.startWorker(protocol: `protocol`) }
-        let undeliverable = http2 ? fixture.invalid.union(fixture.unregistered) : fixture.invalid
+        let undeliverable = fixture.undeliverable(http2: http2)
         if fault == "flushdb" {
             let deadline = ContinuousClock.now + .seconds(600)
             while fixture.mock.ledger.snapshot().distinctTokens < 20_000 && ContinuousClock.now < deadline {
@@ -118,7 +118,7 @@ extension PipelineTests {
         }
         #expect(status["state"] as? String == "completed", "\(status)")
         fixture.expectReconciled(status, duplicatesAllowed: 0, http2: http2)
-        let undeliverable = http2 ? fixture.invalid.union(fixture.unregistered) : fixture.invalid
+        let undeliverable = fixture.undeliverable(http2: http2)
         var wrong: [String] = []
         for (index, token) in fixture.tokens.enumerated() where !undeliverable.contains(token) {
             let payload = index % 2 == 0 ? #"{"aps":{"alert":"Bonjour Prénom\#(index)"}}"# : #"{"aps":{"alert":"Hello"}}"#

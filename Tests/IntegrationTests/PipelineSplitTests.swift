@@ -47,7 +47,7 @@ extension PipelineTests {
 
         // Each variant's share, as the split gives it, and what the ledger delivered of it.
         let splitter = VariantSplit(weights: [70, 30], salt: SplitTest.salt(id))
-        let undeliverable = http2 ? fixture.invalid.union(fixture.unregistered) : fixture.invalid
+        let undeliverable = fixture.undeliverable(http2: http2)
         var recipients = [0, 0]
         var delivered = [0, 0]
         // A delivery twice is allowed only as a counted re-send (a lease lost on a loaded machine,
