@@ -27,7 +27,8 @@ public enum DeliveryOutcome: Hashable, Sendable {
 public struct ProviderRefusal: Hashable, Sendable, CustomStringConvertible {
     /// APNs' reason (`InvalidProviderToken`, `TopicDisallowed`, `ServiceUnavailable`, …).
     public var reason: RejectionReason
-    /// The HTTP/2 `:status` of the answer.
+    /// The HTTP/2 `:status` of the answer; 0 when no answer came (``RejectionReason/streamReset``,
+    /// ``RejectionReason/connectionLost``).
     public var status: Int
     /// APNs itself failed (5xx, 429 past the retries): it heals without anyone changing anything.
     /// Otherwise only an operator can put it right.
@@ -39,6 +40,6 @@ public struct ProviderRefusal: Hashable, Sendable, CustomStringConvertible {
         self.isOutage = isOutage
     }
 
-    /// `InvalidProviderToken (HTTP 403)`.
-    public var description: String { "\(self.reason) (HTTP \(self.status))" }
+    /// `InvalidProviderToken (HTTP 403)`; `StreamReset (no HTTP answer)`.
+    public var description: String { self.status == 0 ? "\(self.reason) (no HTTP answer)" : "\(self.reason) (HTTP \(self.status))" }
 }

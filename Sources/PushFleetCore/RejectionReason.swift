@@ -59,6 +59,10 @@ public struct RejectionReason: RawRepresentable, Hashable, Sendable, CustomStrin
     public static let invalidToken = Self("InvalidToken")
     public static let protocolError = Self("ProtocolError")
     public static let unknown = Self("Unknown")
+    // PushFleet's own, for a notification that got no answer on any of its attempts (HTTP/2):
+    // its stream was reset each time, or its connection ended with it in flight.
+    public static let streamReset = Self("StreamReset")
+    public static let connectionLost = Self("ConnectionLost")
 
     /// What a reason is about, and so what may follow from it.
     public enum Subject: Hashable, Sendable {
@@ -87,7 +91,8 @@ public struct RejectionReason: RawRepresentable, Hashable, Sendable, CustomStrin
             .expiredProviderToken, .forbidden, .invalidProviderToken, .missingProviderToken, .unrelatedKeyIdInToken,
             .tooManyProviderTokenUpdates, .badPath, .methodNotAllowed, .invalidTopicSize:
             return .provider
-        case .internalServerError, .serviceUnavailable, .shutdown, .tooManyRequests, .idleTimeout, .processingError:
+        case .internalServerError, .serviceUnavailable, .shutdown, .tooManyRequests, .idleTimeout, .processingError, .streamReset,
+            .connectionLost:
             return .apns
         default:
             return .unknown

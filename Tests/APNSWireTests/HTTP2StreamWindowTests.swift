@@ -109,9 +109,30 @@ import Testing
         #expect(window.room == 3)
         #expect(window.open(0, sentAt: 0) == 1)
         #expect(window.open(1, sentAt: 0) == 3)
+        #expect(!window.streamIDsRanOut)
         #expect(window.open(2, sentAt: 0) == 5)
+        #expect(window.streamIDsRanOut)
         #expect(window.room == 0)
         #expect(window.open(3, sentAt: 0) == nil)
+    }
+
+    /// Ids are 31-bit and never wrap: a connection that used the last one drains, and its
+    /// in-flight streams are still found by id.
+    @Test func theLastStreamIDDrainsTheConnection() {
+        var window = HTTP2StreamWindow<Int>(firstStreamID: .max - 4)
+        window.settingsReceived(maxConcurrentStreams: 10)
+        #expect(window.room == 3)
+        #expect(window.open(0, sentAt: 0) == Int32.max - 4)
+        #expect(window.open(1, sentAt: 0) == Int32.max - 2)
+        #expect(!window.streamIDsRanOut)
+        #expect(window.open(2, sentAt: 0) == Int32.max)
+        #expect(window.streamIDsRanOut && window.isDraining)
+        #expect(window.room == 0)
+        #expect(window.open(3, sentAt: 0) == nil)
+        #expect(window.goAwayReceived(lastStreamID: .max - 2) == [2])
+        #expect(window.answered(.max - 2) == 1)
+        #expect(window.connectionLost() == [0])
+        #expect(window.isFinished)
     }
 
     @Test func drainStopsOpening() {

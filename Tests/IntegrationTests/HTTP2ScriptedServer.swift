@@ -23,11 +23,13 @@ final class HTTP2ScriptedServer: Sendable {
     enum Action: Sendable {
         /// Answers the request with `status` (and a JSON reason unless 200), after `delay`.
         case respond(status: Int, reason: String? = nil, timestamp: Int64? = nil, after: TimeAmount = .zero)
-        /// Sends SETTINGS with a new stream limit.
-        case settings(maxConcurrentStreams: Int)
+        /// Sends SETTINGS with a new stream limit, after `delay`.
+        case settings(maxConcurrentStreams: Int, after: TimeAmount = .zero)
         /// Sends GOAWAY (NO_ERROR) with `{"reason": reason}` as debug data. Requests above
         /// `lastStreamID` get no answer.
         case goAway(lastStreamID: Int, reason: String)
+        /// Resets the request's stream with `code`.
+        case reset(HTTP2ErrorCode)
         /// Closes the connection.
         case close
     }
@@ -175,9 +177,19 @@ final class HTTP2ScriptedServer: Sendable {
                             context.flush()
                         }
                     }
-                case .settings(let limit):
+                case .settings(let limit, let delay):
                     let settings: HTTP2Settings = [HTTP2Setting(parameter: .maxConcurrentStreams, value: limit)]
-                    context.writeAndFlush(self.wrapOutboundOut(HTTP2Frame(streamID: .rootStream, payload: .settings(.settings(settings)))), promise: nil)
+                    let frame = HTTP2Frame(streamID: .rootStream, payload: .settings(.settings(settings)))
+                    if delay == .zero {
+                        context.writeAndFlush(self.wrapOutboundOut(frame), promise: nil)
+                    } else {
+                        let bound = NIOLoopBound((self, context), eventLoop: context.eventLoop)
+                        context.eventLoop.scheduleTask(in: delay) {
+                            let (handler, context) = bound.value
+                            guard context.channel.isActive else { return }
+                            context.writeAndFlush(handler.wrapOutboundOut(frame), promise: nil)
+                        }
+                    }
                 case .goAway(let lastStreamID, let reason):
                     self.goAwayLastStreamID = lastStreamID
                     let frame = HTTP2Frame(
@@ -185,6 +197,9 @@ final class HTTP2ScriptedServer: Sendable {
                         payload: .goAway(lastStreamID: HTTP2StreamID(lastStreamID), errorCode: .noError, opaqueData: ByteBuffer(string: #"{"reason":"\#(reason)"}"#))
                     )
                     context.writeAndFlush(self.wrapOutboundOut(frame), promise: nil)
+                case .reset(let code):
+                    self.state.withLockedValue { $0.inFlight[self.connection, default: 1] -= 1 }
+                    context.writeAndFlush(self.wrapOutboundOut(HTTP2Frame(streamID: streamID, payload: .rstStream(code))), promise: nil)
                 case .close:
                     context.close(promise: nil)
                 }

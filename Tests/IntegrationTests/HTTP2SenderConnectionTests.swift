@@ -24,6 +24,48 @@ import Testing
         #expect(peak > 1)
     }
 
+    /// APNs varies its stream limit with its load. A limit lowered below the streams open holds
+    /// from the moment the client reads it: the server refuses a stream above its limit once the
+    /// client acknowledged the SETTINGS, and a refused stream is written again, so none may be. A
+    /// limit of 0 holds new streams without closing the connection, until it rises again.
+    @Test(arguments: [(2, nil), (0, 10)] as [(Int, Int?)])
+    func aStreamLimitLoweredMidConnectionIsKeptFromThen(_ lowered: Int, raisedLater: Int?) async throws {
+        let server = try await HTTP2ScriptedServer.start(maxConcurrentStreams: 10) { request in
+            let answer = HTTP2ScriptedServer.Action.respond(status: 200, after: .milliseconds(20))
+            guard request.connection == 0 && request.streamID == 9 else { return [answer] }
+            let raise = raisedLater.map { [HTTP2ScriptedServer.Action.settings(maxConcurrentStreams: $0, after: .milliseconds(300))] } ?? []
+            return [.settings(maxConcurrentStreams: lowered)] + raise + [answer]
+        }
+        defer { Task { await server.stop() } }
+        let (outcomes, statistics) = try await HTTP2SenderFixture.run(HTTP2SenderFixture.notifications(60), with: try HTTP2SenderFixture.configuration(server))
+
+        #expect(outcomes.accepted.count == 60 && outcomes.rejected.isEmpty)
+        #expect(Set(outcomes.accepted.map(\.tag)).count == 60)
+        #expect(server.requests.count == 60)
+        #expect(statistics.requestsWritten == 60)
+        #expect(statistics.resentUnprocessed == 0 && statistics.resentAfterConnectionLoss == 0)
+        #expect(statistics.requestTimeouts == 0)
+        #expect(server.connections == 1)
+        #expect((server.peakInFlight[0] ?? 0) > 2, "the limit was never above 2 in use: the test proves nothing")
+    }
+
+    /// Stream ids are 31 bits and never reused: a connection that used the last one is replaced,
+    /// and nothing is sent twice. (2^30 requests take some 15 hours at APNs' pace; here the last id
+    /// is 21.)
+    @Test func aConnectionWhoseStreamIDsRanOutIsReplaced() async throws {
+        let server = try await HTTP2ScriptedServer.start(maxConcurrentStreams: 10) { _ in [.respond(status: 200, after: .milliseconds(5))] }
+        defer { Task { await server.stop() } }
+        var configuration = try HTTP2SenderFixture.configuration(server)
+        configuration.streamIDLimit = 21
+        let (outcomes, statistics) = try await HTTP2SenderFixture.run(HTTP2SenderFixture.notifications(40), with: configuration)
+
+        #expect(outcomes.accepted.count == 40 && Set(outcomes.accepted.map(\.tag)).count == 40)
+        #expect(server.requests.count == 40 && server.requests.allSatisfy { $0.streamID <= 21 })
+        #expect(server.connections == 4)  // 11 streams on each of three, 7 on the fourth
+        #expect(statistics.connectionsReplaced == 3)
+        #expect(statistics.requestsWritten == 40 && statistics.resentAfterConnectionLoss == 0 && statistics.resentUnprocessed == 0)
+    }
+
     @Test func goAwayResendsTheStreamsAboveTheLastIDOnANewConnectionOnce() async throws {
         let server = try await HTTP2ScriptedServer.start(maxConcurrentStreams: 10) { request in
             guard request.connection == 0 else { return [.respond(status: 200)] }

@@ -2,6 +2,7 @@ import APNSTransport
 import APNSWire
 import NIOCore
 import NIOHPACK
+import NIOHTTP2
 import PushFleetCore
 import PushFleetTestSupport
 import Testing
@@ -105,6 +106,50 @@ import Testing
         #expect(outcomes.accepted.count == 10 && outcomes.rejected.isEmpty)
         #expect(server.requests.filter { $0.token == unlucky }.count == 3)
         #expect(statistics.retries == 2 && statistics.accepted == 10)
+    }
+
+    /// A gateway that resets one request's stream every time (a server that finds a header of it
+    /// malformed, say), or refuses it every time: each reset is an attempt, and once they are used
+    /// up the notification is refused as an outage (it pauses a campaign), never sent forever.
+    /// The others are accepted once.
+    @Test(arguments: [HTTP2ErrorCode.protocolError, .refusedStream])
+    func aRequestResetEveryTimeRunsOutOfAttempts(_ code: HTTP2ErrorCode) async throws {
+        let notifications = HTTP2SenderFixture.notifications(10)
+        let poisoned = notifications[3].token.hexString
+        let server = try await HTTP2ScriptedServer.start { request in
+            request.token == poisoned ? [.reset(code)] : [.respond(status: 200)]
+        }
+        defer { Task { await server.stop() } }
+        let (outcomes, statistics) = try await HTTP2SenderFixture.run(
+            notifications, with: try HTTP2SenderFixture.configuration(server, maximumAttempts: 4)
+        )
+        #expect(outcomes.accepted.count == 9 && Set(outcomes.accepted.map(\.tag)).count == 9)
+        #expect(outcomes.rejection(of: notifications[3].token) == .refused(.streamReset, status: 0))
+        #expect(server.requests.filter { $0.token == poisoned }.count == 4)
+        #expect(server.requests.count == 13)
+        #expect(statistics.retries == 3 && statistics.rejected == 1)
+        #expect(code == .refusedStream ? statistics.resentUnprocessed == 3 : statistics.resentAfterConnectionLoss == 3)
+    }
+
+    /// A request that makes the gateway drop the connection every time: each loss is an attempt
+    /// for the streams it took, and the one that causes it ends refused as an outage. (One stream
+    /// at a time, so that the loss takes no other notification's attempts.)
+    @Test func aRequestThatDropsTheConnectionEveryTimeRunsOutOfAttempts() async throws {
+        let notifications = HTTP2SenderFixture.notifications(10)
+        let poisoned = notifications[3].token.hexString
+        let server = try await HTTP2ScriptedServer.start(maxConcurrentStreams: 1) { request in
+            request.token == poisoned ? [.close] : [.respond(status: 200)]
+        }
+        defer { Task { await server.stop() } }
+        let (outcomes, statistics) = try await HTTP2SenderFixture.run(
+            notifications, with: try HTTP2SenderFixture.configuration(server, maximumAttempts: 4)
+        )
+        #expect(Set(outcomes.accepted.map(\.tag)) == Set((0..<10).filter { $0 != 3 }.map(UInt64.init)))
+        #expect(outcomes.rejection(of: notifications[3].token) == .refused(.connectionLost, status: 0))
+        #expect(server.requests.filter { $0.token == poisoned }.count == 4)
+        #expect(server.requests.count == 13)
+        #expect(server.connections == 5)  // four lost with it, one for the rest
+        #expect(statistics.rejected == 1 && statistics.resentAfterConnectionLoss == 3)
     }
 
     @Test func retriesRunOutIntoARejectionWithAPNsReason() async throws {

@@ -41,8 +41,9 @@ extension HTTP2Sender {
         /// A connection with nothing in flight for this long sends a PING, so a silently dropped
         /// connection is found before it is needed. Defaults to 60 seconds.
         public var idlePingInterval: TimeAmount
-        /// Answers a notification may get before a retryable one (429, 500, 503, expired provider
-        /// token) becomes its final rejection. Defaults to 5.
+        /// Attempts a notification may take before a retryable answer (429, 500, 503, expired
+        /// provider token) or none (its stream reset, its connection lost) becomes its final
+        /// outcome; past them APNs is taken to be failing. Defaults to 5.
         public var maximumAttempts: Int
         /// `send` suspends while this many notifications wait to be written. Defaults to 10,000.
         public var maximumQueued: Int
@@ -67,6 +68,9 @@ extension HTTP2Sender {
         /// whenever one closes, with or without work: a notification that must go now never waits
         /// for a TLS handshake. Defaults to false (connections open when there is something to send).
         public var keepsConnectionsOpen = false
+        /// The last stream id a connection uses before it is replaced: 2^31 - 1, the protocol's.
+        /// Tests lower it.
+        package var streamIDLimit: Int32 = .max
 
         public init(
             host: String,

@@ -178,7 +178,8 @@ final class HTTP2SenderCore {
             let connection = HTTP2Connection(
                 member: opening.member,
                 window: HTTP2StreamWindow(
-                    localLimit: self.configuration.maximumStreamsPerConnection, serverErrorLimit: self.configuration.serverErrorLimit
+                    localLimit: self.configuration.maximumStreamsPerConnection, serverErrorLimit: self.configuration.serverErrorLimit,
+                    streamIDLimit: self.configuration.streamIDLimit
                 )
             )
             self.connections[opening.member.id] = connection
@@ -310,17 +311,18 @@ final class HTTP2SenderCore {
     }
 
     func streamReset(_ connection: HTTP2Connection, streamID: Int32, refused: Bool) {
-        guard let pending = connection.window.answered(streamID) else { return }
-        if refused {
-            // REFUSED_STREAM (also how a GOAWAY closes the streams above its last id): never processed.
-            self.statistics.resentUnprocessed += 1
-            self.queue.prepend(pending)
-        } else {
-            // Reset after it was sent: APNs may have processed it, and said nothing. Like a lost
-            // connection, it is sent again and counted as a possible duplicate, never turned into
-            // a rejection APNs did not give.
-            self.statistics.resentAfterConnectionLoss += 1
-            self.queue.prepend(pending)
+        guard var pending = connection.window.answered(streamID) else { return }
+        // An attempt, as a 503 is: a gateway that resets this request every time must not have it
+        // sent again forever. Once the attempts are used up it pauses the campaign as an outage.
+        if self.retry(&pending, .unanswered(.streamReset), backoff: self.configuration.retryBackoff) {
+            if refused {
+                // REFUSED_STREAM (also how a GOAWAY closes the streams above its last id): never processed.
+                self.statistics.resentUnprocessed += 1
+            } else {
+                // Reset after it was sent: APNs may have processed it, and said nothing. Like a lost
+                // connection, it is sent again and counted as a possible duplicate.
+                self.statistics.resentAfterConnectionLoss += 1
+            }
         }
         if connection.window.isFinished, let (_, handler) = connection.open { handler.close() }
     }
@@ -374,11 +376,7 @@ final class HTTP2SenderCore {
             if wasOpen { self.metrics.connections.decrement() }
             self.connections.removeValue(forKey: connection.member.id)
             guard !self.isShutdown else { return }
-            if !lost.isEmpty {
-                self.statistics.resentAfterConnectionLoss += lost.count
-                self.logger.info("APNs connection closed with streams unanswered; sending them again", metadata: ["streams": "\(lost.count)"])
-                self.queue.prepend(contentsOf: lost)
-            }
+            if !lost.isEmpty { self.connectionLost(lost) }
             if failed, let error { self.logger.warning("APNs connection failed", metadata: ["error": "\(error)"]) }
         }
         self.openConnectionsIfNeeded()
@@ -484,6 +482,8 @@ final class HTTP2SenderCore {
         self.statistics.requestsWritten += written
         self.pool.activity(&connection.member, now: NIODeadline.now().uptimeNanoseconds)
         handler.flush()
+        // Once, with the last id: the window opens nothing more after it.
+        if connection.window.streamIDsRanOut { self.retire(connection, why: "its stream ids ran out") }
         self.resumeWaiters()
     }
 
@@ -505,24 +505,49 @@ final class HTTP2SenderCore {
     }
 
     /// Sends `pending` again after `backoff`'s delay for its failure count, or rejects it with
-    /// `rejection` when that count reaches the maximum.
-    private func retry(_ pending: inout Pending, _ rejection: HTTP2Rejection, backoff: Backoff?) {
+    /// `rejection` when that count reaches the maximum. - Returns: whether it is sent again.
+    @discardableResult
+    private func retry(_ pending: inout Pending, _ rejection: HTTP2Rejection, backoff: Backoff?) -> Bool {
         pending.failures += 1
         guard pending.failures < self.configuration.maximumAttempts else {
             self.reject(pending.notification, rejection)
-            return
+            return false
         }
         self.statistics.retries += 1
         let delay = backoff?.delay(attempt: pending.failures, random: Double.random(in: 0...1)) ?? 0
         guard delay > 0 else {
             self.queue.prepend(pending)
-            return
+            return true
         }
         let id = self.nextDelayedID
         self.nextDelayedID += 1
         let core = NIOLoopBound(self, eventLoop: self.eventLoop)
         let task = self.eventLoop.scheduleTask(in: .nanoseconds(Int64(clamping: delay))) { core.value.retryDue(id) }
         self.delayed[id] = (pending, task)
+        return true
+    }
+
+    /// Sends the streams a closed connection left unanswered again, at once (reconnecting paces
+    /// them), each counted as an attempt: a request that makes the gateway drop the connection (or
+    /// never answers it) must not go round forever. One whose attempts are used up pauses the
+    /// campaign as an outage.
+    private func connectionLost(_ lost: [Pending]) {
+        var again: [Pending] = []
+        again.reserveCapacity(lost.count)
+        for var pending in lost {
+            pending.failures += 1
+            if pending.failures < self.configuration.maximumAttempts {
+                again.append(pending)
+            } else {
+                self.reject(pending.notification, .unanswered(.connectionLost))
+            }
+        }
+        self.statistics.resentAfterConnectionLoss += again.count
+        self.logger.info(
+            "APNs connection closed with streams unanswered; sending them again",
+            metadata: ["streams": "\(lost.count)", "attempts_used_up": "\(lost.count - again.count)"]
+        )
+        self.queue.prepend(contentsOf: again)
     }
 
     private func retryDue(_ id: Int) {

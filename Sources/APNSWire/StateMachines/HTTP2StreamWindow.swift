@@ -46,13 +46,20 @@ public struct HTTP2StreamWindow<Element> {
     private var consecutiveServerErrors = 0
     /// No new stream opens: GOAWAY received, the connection is being replaced, or ids ran out.
     public private(set) var isDraining = false
+    /// The last stream id allowed has been used: the connection must be replaced (a connection
+    /// kept for days at APNs' pace gets there; ids never wrap).
+    public private(set) var streamIDsRanOut = false
     /// The `lastStreamID` of the GOAWAY received, if one was.
     public private(set) var goAwayLastStreamID: Int32?
 
-    public init(localLimit: Int = 1000, serverErrorLimit: Int = 3, streamIDLimit: Int32 = .max) {
+    /// - Parameter firstStreamID: the id of the first stream, 1 as the protocol has it; tests start
+    ///   near ``streamIDLimit``.
+    public init(localLimit: Int = 1000, serverErrorLimit: Int = 3, streamIDLimit: Int32 = .max, firstStreamID: Int32 = 1) {
         self.localLimit = max(1, localLimit)
         self.serverErrorLimit = max(1, serverErrorLimit)
         self.streamIDLimit = streamIDLimit
+        self.firstStreamID = firstStreamID
+        self.nextStreamID = firstStreamID
     }
 
     /// The number of streams allowed at once now.
@@ -85,7 +92,8 @@ public struct HTTP2StreamWindow<Element> {
         self.sawSettings = true
     }
 
-    /// Opens a stream for `element` and returns its id, or `nil` if ``room`` is 0.
+    /// Opens a stream for `element` and returns its id, or `nil` if ``room`` is 0. After the last
+    /// id allowed, ``streamIDsRanOut`` and the window drains.
     @inlinable
     public mutating func open(_ element: Element, sentAt: UInt64) -> Int32? {
         guard self.room > 0 else { return nil }
@@ -93,8 +101,18 @@ public struct HTTP2StreamWindow<Element> {
         if self.slots.isEmpty { self.firstStreamID = streamID }
         self.slots.append(Slot(element: element, sentAt: sentAt))
         self.inFlight += 1
-        self.nextStreamID = streamID &+ 2
+        if streamID > self.streamIDLimit - 2 {
+            self.idsRanOut()
+        } else {
+            self.nextStreamID = streamID + 2
+        }
         return streamID
+    }
+
+    @usableFromInline
+    mutating func idsRanOut() {
+        self.streamIDsRanOut = true
+        self.isDraining = true
     }
 
     /// The answer to `streamID` is complete: returns its element, or `nil` for a stream not in flight.
