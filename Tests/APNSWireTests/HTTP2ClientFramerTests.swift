@@ -269,6 +269,62 @@ import Testing
         #expect(connection.written() == [Frames.Written(type: 0x7, flags: 0, stream: 0, payload: Frames.uint32(0) + Frames.uint32(1))])
     }
 
+    /// Interim answers (1xx) come before the final one and are not it.
+    @Test func anInterimAnswerIsNotTheAnswer() throws {
+        var connection = try Connection.started()
+        var bytes = try connection.answer(stream: 1, [(":status", "103"), ("link", "</x>")], endStream: false)
+        bytes += try connection.answer(stream: 1, [(":status", "200"), ("apns-id", "A")])
+        bytes += try connection.answer(stream: 3, [(":status", "100")], endStream: false)
+        bytes += try connection.answer(stream: 3, [(":status", "410")], endStream: false)
+        bytes += Frames.frame(0x0, flags: 0x1, stream: 3, Array(#"{"reason":"Unregistered"}"#.utf8))
+        try connection.read(bytes)
+        #expect(connection.events == ["answered 1 200", #"answered 3 410 {"reason":"Unregistered"}"#])
+    }
+
+    /// A reset after the final status cuts only the body short: the server decided, and the
+    /// answer stands (sending it again could deliver it twice). Before any status, it is a reset.
+    @Test func aResetAfterTheStatusKeepsTheAnswer() throws {
+        var connection = try Connection.started()
+        var bytes = try connection.answer(stream: 1, [(":status", "200")], endStream: false)
+        bytes += Frames.frame(0x3, stream: 1, Frames.uint32(8))
+        bytes += try connection.answer(stream: 3, [(":status", "400")], endStream: false)
+        bytes += Frames.frame(0x0, stream: 3, Array(#"{"reason":"#.utf8))
+        bytes += Frames.frame(0x3, stream: 3, Frames.uint32(0))
+        bytes += try connection.answer(stream: 5, [(":status", "100")], endStream: false)
+        bytes += Frames.frame(0x3, stream: 5, Frames.uint32(2))
+        try connection.read(bytes)
+        #expect(connection.events == ["answered 1 200", #"answered 3 400 {"reason":"#, "reset 5"])
+    }
+
+    /// A server may answer before it has read a request's body (RFC 9113 §8.1) and then give no
+    /// more credit for it: the rest of the body is dropped and the stream cancelled, so that the
+    /// requests behind it are not held.
+    @Test func anAnswerBeforeTheWholeBodyCancelsTheRest() throws {
+        var connection = try Connection.started(settings: [(3, 1_000), (4, 30)])
+        connection.framer.writeRequest(streamID: 1, notification: Self.notification(payload: 100), authorization: nil)
+        connection.framer.writeRequest(streamID: 3, notification: Self.notification(payload: 20), authorization: nil)
+        #expect(connection.written().map(\.type) == [0x1, 0x0, 0x1])
+        #expect(!connection.framer.acceptsRequests)
+        let answer = try connection.answer(stream: 1, [(":status", "400")], endStream: false)
+        try connection.read(answer + Frames.frame(0x0, flags: 0x1, stream: 1, Array(#"{"reason":"BadDeviceToken"}"#.utf8)))
+        #expect(connection.events == [#"answered 1 400 {"reason":"BadDeviceToken"}"#])
+        let frames = connection.written()
+        #expect(frames.contains(Frames.Written(type: 0x3, flags: 0, stream: 1, payload: Frames.uint32(8))))
+        #expect(frames.filter { $0.type == 0x0 }.map(\.stream) == [3])
+        #expect(connection.framer.blockedRequests == 0 && connection.framer.acceptsRequests)
+    }
+
+    /// A reset of the stream whose body heads the queue lets the bodies behind it go.
+    @Test func aResetStreamsBodyNoLongerHoldsTheOthers() throws {
+        var connection = try Connection.started(settings: [(3, 1_000), (4, 30)])
+        connection.framer.writeRequest(streamID: 1, notification: Self.notification(payload: 100), authorization: nil)
+        connection.framer.writeRequest(streamID: 3, notification: Self.notification(payload: 20), authorization: nil)
+        _ = connection.written()
+        try connection.read(Frames.frame(0x3, stream: 1, Frames.uint32(7)))
+        #expect(connection.written().map { [$0.type, UInt8($0.stream), $0.flags] } == [[0x0, 3, 0x1]])
+        #expect(connection.framer.acceptsRequests)
+    }
+
     @Test func aGoAwayDropsTheBodiesOfStreamsItRefused() throws {
         var connection = try Connection.started(settings: [(3, 1_000), (4, 10)])
         connection.framer.writeRequest(streamID: 1, notification: Self.notification(), authorization: nil)

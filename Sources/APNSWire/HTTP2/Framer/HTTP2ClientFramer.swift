@@ -12,7 +12,9 @@ public import NIOCore
 ///   window, the frame size and the header table size the requests may use.
 /// - Sending: a request's DATA goes only within the connection's and its stream's send windows.
 ///   DATA that does not fit waits, in stream order, for WINDOW_UPDATE or SETTINGS, and no request
-///   should be written meanwhile (``acceptsRequests``).
+///   should be written meanwhile (``acceptsRequests``); a stream answered or reset before its body
+///   went out has the rest dropped (and is cancelled, if answered).
+/// - Answers: interim ones (1xx) are skipped; a reset after the final status keeps the answer.
 /// - Receiving: answer bodies (every rejection carries one) are counted against the connection's
 ///   window and, while a stream stays open, its own, and `WINDOW_UPDATE` goes out as
 ///   ``HTTP2InboundWindow`` decides, so any number of rejections never stall the connection.
@@ -196,11 +198,17 @@ public struct HTTP2ClientFramer {
             handle(.pingAnswered)
         case .goAway(let lastStreamID, let errorCode, let debugData):
             self.blocked.removeAll { $0 > lastStreamID }
+            self.sendBlocked()
             handle(.goAway(lastStreamID: lastStreamID, errorCode: errorCode, debugData: debugData))
         case .rstStream(let streamID, let errorCode):
-            self.partial.removeValue(forKey: streamID)
-            self.blocked.removeAll { $0 == streamID }
-            handle(.reset(streamID: streamID, refused: errorCode == HTTP2Wire.ErrorCode.refusedStream))
+            if !self.blocked.isEmpty, self.blocked.remove(streamID: streamID) { self.sendBlocked() }
+            if let answer = self.partial.removeValue(forKey: streamID), answer.status >= 200 {
+                // The final status came before the reset: the server decided, and only the body
+                // (if it had one) is cut short. Sending it again could deliver it twice.
+                handle(.answered(streamID: streamID, status: answer.status, body: answer.body))
+            } else {
+                handle(.reset(streamID: streamID, refused: errorCode == HTTP2Wire.ErrorCode.refusedStream))
+            }
         case .windowUpdate(let streamID, let increment):
             try self.windowUpdate(streamID: streamID, increment: increment)
         case .ignored:
@@ -211,20 +219,33 @@ public struct HTTP2ClientFramer {
     private mutating func headerBlock(_ block: ByteBuffer, streamID: Int32, endStream: Bool, _ handle: (Event) -> Void) throws(HTTP2ConnectionError) {
         // Decoded whatever the stream: the HPACK state is the connection's.
         let status = try self.decoder.status(of: block)
+        // An interim answer (100 Continue, 103 Early Hints; RFC 9110 §15.2): the final one follows.
+        if let status, status < 200, !endStream { return }
         if !self.partial.isEmpty, var answer = self.partial[streamID] {
             // Trailers.
             if endStream {
                 self.partial.removeValue(forKey: streamID)
-                handle(.answered(streamID: streamID, status: answer.status, body: answer.body))
+                self.answered(streamID: streamID, status: answer.status, body: answer.body, handle)
             } else {
                 answer.status = status ?? answer.status
                 self.partial[streamID] = answer
             }
         } else if endStream {
-            handle(.answered(streamID: streamID, status: status ?? 0, body: nil))
+            self.answered(streamID: streamID, status: status ?? 0, body: nil, handle)
         } else {
             self.partial[streamID] = (status ?? 0, nil, HTTP2InboundWindow(target: HTTP2InboundWindow.protocolDefault))
         }
+    }
+
+    /// A whole answer. If the request's body still waits for send window (the server answered
+    /// before reading it, as it may, RFC 9113 §8.1), the rest is not needed: it is dropped and the
+    /// stream reset (CANCEL), or a server that gives no more credit would hold every later request.
+    private mutating func answered(streamID: Int32, status: Int, body: ByteBuffer?, _ handle: (Event) -> Void) {
+        if !self.blocked.isEmpty, self.blocked.remove(streamID: streamID) {
+            self.output.writeFrame(type: HTTP2Wire.FrameType.rstStream, flags: 0, streamID: streamID) { $0.writeInteger(HTTP2Wire.ErrorCode.cancel) }
+            self.sendBlocked()
+        }
+        handle(.answered(streamID: streamID, status: status, body: body))
     }
 
     private mutating func data(_ payload: ByteBuffer, streamID: Int32, flowControlledLength length: Int, endStream: Bool, _ handle: (Event) -> Void) {
@@ -240,7 +261,7 @@ public struct HTTP2ClientFramer {
         }
         if endStream {
             self.partial.removeValue(forKey: streamID)
-            handle(.answered(streamID: streamID, status: answer.status, body: answer.body))
+            self.answered(streamID: streamID, status: answer.status, body: answer.body, handle)
         } else {
             // A body longer than half a stream window: the stream needs credit of its own.
             if let increment = answer.window.received(length) { self.output.writeWindowUpdate(streamID: streamID, increment) }

@@ -164,6 +164,13 @@ struct HTTP2SendQueue {
         self.waiting.removeAll { predicate($0.streamID) }
     }
 
+    /// Drops the body of `streamID` if it waits. - Returns: whether it did.
+    mutating func remove(streamID: Int32) -> Bool {
+        guard let index = self.waiting.firstIndex(where: { $0.streamID == streamID }) else { return false }
+        self.waiting.remove(at: index)
+        return true
+    }
+
     /// WINDOW_UPDATE for a stream: false when no body of it waits.
     mutating func grant(_ increment: Int, to streamID: Int32) throws(HTTP2ConnectionError) -> Bool {
         guard let index = self.waiting.firstIndex(where: { $0.streamID == streamID }) else { return false }

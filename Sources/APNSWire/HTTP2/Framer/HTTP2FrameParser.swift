@@ -45,6 +45,7 @@ public enum HTTP2Wire {
         public static let streamClosed: UInt32 = 0x5
         public static let frameSizeError: UInt32 = 0x6
         public static let refusedStream: UInt32 = 0x7
+        public static let cancel: UInt32 = 0x8
         public static let compressionError: UInt32 = 0x9
 
         /// The RFC's name for `code`, or its number.
