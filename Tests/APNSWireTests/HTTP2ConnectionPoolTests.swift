@@ -106,6 +106,8 @@ import Testing
         #expect(pool.ready(&member, now: 0) == true)
         #expect(pool.goAway(member) == true)
         #expect(pool.failures == [1])
+        #expect(pool.goAway(member) == false)  // the second of a two-step shutdown
+        #expect(pool.failures == [1])
         var next = pool.open(now: 0, hasWork: true, using: &self.random)[0]
         #expect(next.delay == 100 * Self.ms)
         #expect(pool.ready(&next.member, now: 0) == true)

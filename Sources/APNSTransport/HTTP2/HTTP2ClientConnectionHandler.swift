@@ -34,8 +34,10 @@ final class HTTP2ClientConnectionHandler: ChannelInboundHandler {
 
     // MARK: - Writing, on the core's behalf
 
-    /// Whether a request written now goes out whole (flow control: see ``HTTP2ClientFramer``).
-    var acceptsRequests: Bool { self.framer.acceptsRequests }
+    /// Whether a request written now goes out whole (flow control: see ``HTTP2ClientFramer``), on
+    /// a connection not already failed and closing (a request written then would only come back
+    /// as lost, counted as a possible duplicate).
+    var acceptsRequests: Bool { self.error == nil && self.framer.acceptsRequests }
 
     /// Writes one request; it leaves at ``flush()``.
     func writeRequest(streamID: Int32, notification: HTTP2Notification, authorization: String?) {

@@ -177,10 +177,12 @@ public struct HTTP2ConnectionPool: Sendable {
     }
 
     /// A GOAWAY arrived: the connection retires, and counts as a failed attempt if it never made
-    /// progress. Returns ``retire(_:)``'s answer.
+    /// progress. A second GOAWAY (a graceful shutdown in two steps) counts nothing more. Returns
+    /// ``retire(_:)``'s answer.
     public mutating func goAway(_ member: Member) -> Bool {
+        guard self.retire(member) else { return false }
         if !member.madeProgress { self.failures[member.position] += 1 }
-        return self.retire(member)
+        return true
     }
 
     /// The connection closed, with `lostStreams` streams unanswered.
