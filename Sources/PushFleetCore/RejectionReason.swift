@@ -60,7 +60,7 @@ public struct RejectionReason: RawRepresentable, Hashable, Sendable, CustomStrin
     public static let protocolError = Self("ProtocolError")
     public static let unknown = Self("Unknown")
     // PushFleet's own, for a notification that got no answer on any of its attempts (HTTP/2):
-    // its stream was reset each time, or its connection ended with it in flight.
+    // its stream was reset, or its connection ended with it in flight.
     public static let streamReset = Self("StreamReset")
     public static let connectionLost = Self("ConnectionLost")
 
@@ -85,14 +85,13 @@ public struct RejectionReason: RawRepresentable, Hashable, Sendable, CustomStrin
         case .badDeviceToken, .deviceTokenNotForTopic, .unregistered, .expiredToken, .missingDeviceToken, .invalidToken, .invalidTokenSize:
             return .token
         case .badCollapseId, .badExpirationDate, .badMessageId, .badPriority, .duplicateHeaders, .payloadEmpty, .payloadTooLarge,
-            .missingPayload, .invalidPayloadSize, .protocolError:
+            .missingPayload, .invalidPayloadSize, .protocolError, .streamReset, .connectionLost:
             return .notification
         case .badTopic, .missingTopic, .topicDisallowed, .invalidPushType, .badCertificate, .badCertificateEnvironment,
             .expiredProviderToken, .forbidden, .invalidProviderToken, .missingProviderToken, .unrelatedKeyIdInToken,
             .tooManyProviderTokenUpdates, .badPath, .methodNotAllowed, .invalidTopicSize:
             return .provider
-        case .internalServerError, .serviceUnavailable, .shutdown, .tooManyRequests, .idleTimeout, .processingError, .streamReset,
-            .connectionLost:
+        case .internalServerError, .serviceUnavailable, .shutdown, .tooManyRequests, .idleTimeout, .processingError:
             return .apns
         default:
             return .unknown

@@ -30,8 +30,8 @@ final class HTTP2ScriptedServer: Sendable {
         case goAway(lastStreamID: Int, reason: String)
         /// Resets the request's stream with `code`.
         case reset(HTTP2ErrorCode)
-        /// Closes the connection.
-        case close
+        /// Closes the connection, after `delay`.
+        case close(after: TimeAmount = .zero)
     }
 
     typealias Script = @Sendable (Request) -> [Action]
@@ -200,8 +200,13 @@ final class HTTP2ScriptedServer: Sendable {
                 case .reset(let code):
                     self.state.withLockedValue { $0.inFlight[self.connection, default: 1] -= 1 }
                     context.writeAndFlush(self.wrapOutboundOut(HTTP2Frame(streamID: streamID, payload: .rstStream(code))), promise: nil)
-                case .close:
-                    context.close(promise: nil)
+                case .close(let delay):
+                    if delay == .zero {
+                        context.close(promise: nil)
+                    } else {
+                        let bound = NIOLoopBound(context, eventLoop: context.eventLoop)
+                        context.eventLoop.scheduleTask(in: delay) { bound.value.close(promise: nil) }
+                    }
                 }
             }
         }

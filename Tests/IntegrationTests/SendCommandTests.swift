@@ -114,25 +114,33 @@ import Testing
 
     /// A provider token APNs refuses (a team id it does not know): every notification's answer is
     /// the provider's refusal, printed for its token and counted by its reason; nothing delivered.
-    @Test func aProviderRefusalOverHTTP2IsPrintedForEachToken() async throws {
+    /// APNs failing (503 to every request) past the retries is printed so too, and fails the
+    /// command: those notifications are worth sending again, where no retry cures the refusal.
+    @Test(arguments: [("NOTMYTEAM1", nil, "InvalidProviderToken"), (HTTP2GatewayFixture.teamID, 1, "ServiceUnavailable")] as [(String, Int?, String)])
+    func aRefusalOverHTTP2IsPrintedForEachToken(teamID: String, serviceUnavailableEvery: Int?, reason: String) async throws {
         let tokens = TestTokens.tokens(40, seed: UInt64.random(in: 1...UInt64.max))
-        let fixture = try await HTTP2GatewayFixture.start()
+        let fixture = try await HTTP2GatewayFixture.start(faults: .init(serviceUnavailableEvery: serviceUnavailableEvery))
         defer { Task { await fixture.stop() } }
         let file = try Self.writeTokens(tokens)
         defer { try? FileManager.default.removeItem(atPath: file) }
         let certificates = fixture.certificates
         let result = try await PushFleetProcess.run(
             ["send", "--protocol", "http2", "--endpoint", "127.0.0.1:\(fixture.port)", "--ca", certificates.caCertificate,
-             "--auth-key", certificates.authKey, "--key-id", HTTP2GatewayFixture.keyID, "--team-id", "NOTMYTEAM1",
+             "--auth-key", certificates.authKey, "--key-id", HTTP2GatewayFixture.keyID, "--team-id", teamID,
              "--topic", "com.example.send", "--tokens", file, "--payload", Self.payload, "--answer-timeout-ms", "300000", "--json"]
         )
-        #expect(result.status == 0, "\(result.error.suffix(2_000))")
+        if serviceUnavailableEvery == nil {
+            #expect(result.status == 0, "\(result.error.suffix(2_000))")
+        } else {
+            #expect(result.status != 0)
+            #expect(result.error.contains("40 notifications were not delivered: APNs at 127.0.0.1:\(fixture.port) kept failing"), "\(result.error.suffix(1_000))")
+        }
         let rejections = Self.rejections(result.output)
         #expect(Set(rejections.map(\.token)) == Set(tokens.map(\.hexString)))
-        #expect(rejections.count == tokens.count && rejections.allSatisfy { $0.reason == "InvalidProviderToken" })
+        #expect(rejections.count == tokens.count && rejections.allSatisfy { $0.reason == reason })
         let summary = try Self.summary(result.output)
         #expect(summary["accepted"] as? Int == 0)
-        #expect(summary["rejected"] as? [String: Int] == ["InvalidProviderToken": tokens.count])
+        #expect(summary["rejected"] as? [String: Int] == [reason: tokens.count])
         #expect(summary["unsettled"] as? Int == 0)
         #expect(fixture.server.ledger.snapshot().accepted == 0)
     }

@@ -21,6 +21,10 @@ final class HTTP2SenderCore {
         var failures: Int
         /// Whether it was ever written: only notifications never written may be withdrawn.
         var written = false
+        /// ``HTTP2SenderCore/answersRead`` when it first went unanswered (its stream reset, its
+        /// connection lost): whether APNs answered anything since tells a request of its own that
+        /// never gets an answer from a gateway that answers nothing.
+        var answersAtFirstMiss: Int? = nil
     }
 
     private let configuration: HTTP2Sender.Configuration
@@ -32,6 +36,8 @@ final class HTTP2SenderCore {
     private let authority: String
 
     private var queue: Deque<Pending> = []
+    /// Answers read, of any status, on any connection.
+    private var answersRead = 0
     /// Notifications waiting out a retry delay, by a number of their own.
     private var delayed: [Int: (pending: Pending, task: Scheduled<Void>)] = [:]
     private var nextDelayedID = 0
@@ -275,6 +281,7 @@ final class HTTP2SenderCore {
     func answered(_ connection: HTTP2Connection, streamID: Int32, status: Int, body: ByteBuffer?) {
         guard let (answered, sentAt) = connection.window.answeredWithSendTime(streamID) else { return }
         var pending = answered
+        self.answersRead &+= 1
         self.metrics.answerDuration.recordNanoseconds(Int64(truncatingIfNeeded: NIODeadline.now().uptimeNanoseconds &- sentAt))
         self.count(status: status)
         self.pool.answered(&connection.member)
@@ -312,17 +319,19 @@ final class HTTP2SenderCore {
 
     func streamReset(_ connection: HTTP2Connection, streamID: Int32, refused: Bool) {
         guard var pending = connection.window.answered(streamID) else { return }
+        if refused {
+            // REFUSED_STREAM (also how a GOAWAY closes the streams above its last id): never processed.
+            self.statistics.resentUnprocessed += 1
+        } else {
+            // Reset after it was sent: APNs may have processed it, and said nothing. Like a lost
+            // connection's, it is counted as a possible duplicate: it goes again, here or (if this
+            // was its last attempt and it pauses the campaign) after the resume.
+            self.statistics.resentAfterConnectionLoss += 1
+        }
         // An attempt, as a 503 is: a gateway that resets this request every time must not have it
-        // sent again forever. Once the attempts are used up it pauses the campaign as an outage.
-        if self.retry(&pending, .unanswered(.streamReset), backoff: self.configuration.retryBackoff) {
-            if refused {
-                // REFUSED_STREAM (also how a GOAWAY closes the streams above its last id): never processed.
-                self.statistics.resentUnprocessed += 1
-            } else {
-                // Reset after it was sent: APNs may have processed it, and said nothing. Like a lost
-                // connection, it is sent again and counted as a possible duplicate.
-                self.statistics.resentAfterConnectionLoss += 1
-            }
+        // sent again forever.
+        if self.missedAnswer(&pending, .streamReset) {
+            self.retry(&pending, backoff: self.configuration.retryBackoff)
         }
         if connection.window.isFinished, let (_, handler) = connection.open { handler.close() }
     }
@@ -490,8 +499,13 @@ final class HTTP2SenderCore {
     // MARK: - Outcomes
 
     private func reject(_ notification: HTTP2Notification, _ rejection: HTTP2Rejection) {
+        self.finish(rejection.outcome(token: notification.token, tag: notification.tag))
+    }
+
+    /// A final outcome other than acceptance.
+    private func finish(_ outcome: DeliveryOutcome) {
         self.statistics.rejected += 1
-        self.outcomes.append(rejection.outcome(token: notification.token, tag: notification.tag))
+        self.outcomes.append(outcome)
         // Answers read from a connection go out at its read's end; a rejection reached otherwise
         // (attempts used up after a timeout or a lost connection) goes out once this loop turn ends.
         if !self.emitScheduled {
@@ -505,26 +519,29 @@ final class HTTP2SenderCore {
     }
 
     /// Sends `pending` again after `backoff`'s delay for its failure count, or rejects it with
-    /// `rejection` when that count reaches the maximum. - Returns: whether it is sent again.
-    @discardableResult
-    private func retry(_ pending: inout Pending, _ rejection: HTTP2Rejection, backoff: Backoff?) -> Bool {
+    /// `rejection` when that count reaches the maximum.
+    private func retry(_ pending: inout Pending, _ rejection: HTTP2Rejection, backoff: Backoff?) {
         pending.failures += 1
         guard pending.failures < self.configuration.maximumAttempts else {
             self.reject(pending.notification, rejection)
-            return false
+            return
         }
+        self.retry(&pending, backoff: backoff)
+    }
+
+    /// Sends `pending` again after `backoff`'s delay for its failure count.
+    private func retry(_ pending: inout Pending, backoff: Backoff?) {
         self.statistics.retries += 1
         let delay = backoff?.delay(attempt: pending.failures, random: Double.random(in: 0...1)) ?? 0
         guard delay > 0 else {
             self.queue.prepend(pending)
-            return true
+            return
         }
         let id = self.nextDelayedID
         self.nextDelayedID += 1
         let core = NIOLoopBound(self, eventLoop: self.eventLoop)
         let task = self.eventLoop.scheduleTask(in: .nanoseconds(Int64(clamping: delay))) { core.value.retryDue(id) }
         self.delayed[id] = (pending, task)
-        return true
     }
 
     /// Sends the streams a closed connection left unanswered again, at once (reconnecting paces
@@ -532,22 +549,43 @@ final class HTTP2SenderCore {
     /// never answers it) must not go round forever. One whose attempts are used up pauses the
     /// campaign as an outage.
     private func connectionLost(_ lost: [Pending]) {
+        // Each possibly delivered: counted as a possible duplicate, whether it goes again here or
+        // (its attempts used up, the campaign paused) after the resume.
+        self.statistics.resentAfterConnectionLoss += lost.count
         var again: [Pending] = []
         again.reserveCapacity(lost.count)
-        for var pending in lost {
-            pending.failures += 1
-            if pending.failures < self.configuration.maximumAttempts {
-                again.append(pending)
-            } else {
-                self.reject(pending.notification, .unanswered(.connectionLost))
-            }
+        for var pending in lost where self.missedAnswer(&pending, .connectionLost) {
+            again.append(pending)
         }
-        self.statistics.resentAfterConnectionLoss += again.count
         self.logger.info(
             "APNs connection closed with streams unanswered; sending them again",
             metadata: ["streams": "\(lost.count)", "attempts_used_up": "\(lost.count - again.count)"]
         )
         self.queue.prepend(contentsOf: again)
+    }
+
+    /// Counts an attempt of `pending` that got no answer (`reason`: ``RejectionReason/streamReset``
+    /// or ``RejectionReason/connectionLost``). - Returns: true if it has attempts left; otherwise
+    /// it has its final outcome, by whether APNs answered anything since it first went unanswered:
+    /// - yes: the gateway works and this request never gets an answer (a header it will not take,
+    ///   a request that makes it drop the connection): a rejection of this notification alone,
+    ///   `reason`, the token unharmed. Pausing the campaign instead would resume it into the same
+    ///   request, again and again.
+    /// - no: the gateway answers nothing (it hangs, it drops every connection): an outage, which
+    ///   pauses the campaign until APNs heals, as repeated 5xx answers do. Nothing is lost.
+    private func missedAnswer(_ pending: inout Pending, _ reason: RejectionReason) -> Bool {
+        pending.failures += 1
+        let since = pending.answersAtFirstMiss ?? self.answersRead
+        pending.answersAtFirstMiss = since
+        guard pending.failures >= self.configuration.maximumAttempts else { return true }
+        let token = pending.notification.token
+        let tag = pending.notification.tag
+        if self.answersRead != since {
+            self.finish(.rejected(tag: tag, Rejection(token: token, reason: reason)))
+        } else {
+            self.finish(.refused(tag: tag, token: token, ProviderRefusal(reason: reason, status: 0, isOutage: true)))
+        }
+        return false
     }
 
     private func retryDue(_ id: Int) {

@@ -4,8 +4,7 @@ public import PushFleetCore
 /// APNs' final "no" to one notification: the HTTP status, APNs' `reason` string, and for 410 the
 /// time APNs last knew the token valid.
 public struct HTTP2Rejection: Hashable, Sendable, CustomStringConvertible {
-    /// The `:status` of the answer: 400, 403, 404, 405, 410, 413, or 429/500/503 once retries ran
-    /// out; 0 when no answer came on any attempt (``unanswered(_:)``).
+    /// The `:status` of the answer: 400, 403, 404, 405, 410, 413, or 429/500/503 once retries ran out.
     public var status: Int
     /// APNs' own reason string, unknown ones included.
     public var reason: RejectionReason
@@ -21,13 +20,6 @@ public struct HTTP2Rejection: Hashable, Sendable, CustomStringConvertible {
 
     public var description: String { "\(self.status) \(self.reason)" + (self.timestamp.map { " since \($0)" } ?? "") }
 
-    /// No answer came: `reason` is ``RejectionReason/streamReset`` (the gateway reset the stream) or
-    /// ``RejectionReason/connectionLost`` (the connection ended with it in flight). Once a
-    /// notification's attempts are used up so, it is an outage of APNs, never the token's outcome.
-    public static func unanswered(_ reason: RejectionReason) -> HTTP2Rejection {
-        HTTP2Rejection(status: 0, reason: reason)
-    }
-
     /// Whether the rejection is about the provider or APNs (credentials, topic, certificate, an
     /// outage, throttling that outlasted the retries) rather than about the device token: the same
     /// answer would come for every token, so it must pause a campaign, never count as a token's
@@ -35,15 +27,15 @@ public struct HTTP2Rejection: Hashable, Sendable, CustomStringConvertible {
     /// `DeviceTokenNotForTopic`, `PayloadTooLarge` and the other 400s about the request's own fields.
     public var isProviderLevel: Bool {
         switch self.status {
-        case 0, 403, 404, 405, 429, 500...599: return true  // no answer, auth, path, method, throttling, APNs itself
+        case 403, 404, 405, 429, 500...599: return true  // auth, path, method, throttling, APNs itself
         default: return self.reason.subject == .provider
         }
     }
 
-    /// Whether APNs itself failed (a 5xx, 429 past the retries, no answer at all) rather than
-    /// refusing the provider's credentials or topic: it heals without anyone changing anything.
+    /// Whether APNs itself failed (a 5xx, or 429 past the retries) rather than refusing the
+    /// provider's credentials or topic: it heals without anyone changing anything.
     public var isAPNsFailure: Bool {
-        self.status == 0 || self.status == 429 || (500...599).contains(self.status)
+        self.status == 429 || (500...599).contains(self.status)
     }
 
     /// The outcome of the notification to `token` tagged `tag`: the token's rejection, or a

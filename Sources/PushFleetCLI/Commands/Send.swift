@@ -13,7 +13,9 @@ struct Send: AsyncParsableCommand {
         abstract: "Send one notification to every token of a file, directly over the binary protocol or HTTP/2.",
         discussion: """
             Rejected tokens are printed on standard output as "TOKEN<TAB>REASON"; a summary goes to \
-            standard error (or, with --json, one JSON object to standard output instead). Over HTTP/2 \
+            standard error (or, with --json, one JSON object to standard output instead). The exit \
+            status is not 0 when a notification has no answer at the end, or APNs kept failing for it \
+            (5xx, 429 or no answer past the retries). Over HTTP/2 \
             give --topic, and either --auth-key with --key-id and --team-id, or a client certificate.
             """
     )
@@ -83,6 +85,7 @@ struct Send: AsyncParsableCommand {
     private struct Outcome: DeliveryTally {
         var accepted: Int
         var rejections: [Rejection]
+        var outages: Int
         var unsettled: Int
         /// The protocol's own counters, in summary order.
         var counters: [(String, Int)]
@@ -163,6 +166,10 @@ struct Send: AsyncParsableCommand {
         if outcome.unsettled > 0 {
             throw CLIError("\(outcome.unsettled) notifications could not be settled with \(endpoint)")
         }
+        if outcome.outages > 0 {
+            // Not the tokens' fault and not delivered: worth sending again, so not a success.
+            throw CLIError("\(outcome.outages) notifications were not delivered: APNs at \(endpoint) kept failing (printed with its reason)")
+        }
     }
 
     private func sendBinary(_ next: () throws -> [DeviceToken]) async throws -> (Endpoint, Outcome) {
@@ -179,7 +186,7 @@ struct Send: AsyncParsableCommand {
         let delivery = BinaryDelivery(configuration: configuration, connections: self.connections, payload: payload, priority: self.priority, expiration: self.expiration)
         let result = try await delivery.run(next: next, progress: { _ in })
         return (endpoint, Outcome(
-            accepted: result.accepted, rejections: result.rejections,
+            accepted: result.accepted, rejections: result.rejections, outages: result.outages,
             unsettled: result.unsettled,
             counters: [
                 ("connections_opened", result.statistics.connectionsOpened),
@@ -208,7 +215,7 @@ struct Send: AsyncParsableCommand {
         let result = try await delivery.run(next: next)
         let statistics = result.statistics
         return (endpoint, Outcome(
-            accepted: result.accepted, rejections: result.rejections,
+            accepted: result.accepted, rejections: result.rejections, outages: result.outages,
             unsettled: result.unsettled,
             counters: [
                 ("connections_opened", statistics.connectionsOpened),

@@ -9,6 +9,7 @@ public struct BinaryDelivery: Sendable {
     public struct Result: DeliveryTally, Sendable {
         public var accepted = 0
         public var rejections: [Rejection] = []
+        public var outages = 0
         public var statistics = BinarySender.Statistics()
         public var unsettled = 0
     }

@@ -6,6 +6,9 @@ public protocol DeliveryTally {
     /// Every token refused, in the order the answers came; a refusal of the provider as its
     /// token's rejection.
     var rejections: [Rejection] { get set }
+    /// Those of ``rejections`` that are APNs failing (5xx or 429 past the retries, no answer on any
+    /// attempt), not a verdict on the token or the provider: sending them later may succeed.
+    var outages: Int { get set }
 }
 
 extension DeliveryTally {
@@ -15,7 +18,9 @@ extension DeliveryTally {
             switch outcome {
             case .accepted: self.accepted += 1
             case .rejected(_, let rejection): self.rejections.append(rejection)
-            case .refused(_, let token, let refusal): self.rejections.append(Rejection(token: token, reason: refusal.reason))
+            case .refused(_, let token, let refusal):
+                self.rejections.append(Rejection(token: token, reason: refusal.reason))
+                if refusal.isOutage { self.outages += 1 }
             }
         }
     }

@@ -10,6 +10,7 @@ public struct HTTP2Delivery: Sendable {
     public struct Result: DeliveryTally, Sendable {
         public var accepted = 0
         public var rejections: [Rejection] = []
+        public var outages = 0
         public var statistics = HTTP2Sender.Statistics()
         public var unsettled = 0
     }
