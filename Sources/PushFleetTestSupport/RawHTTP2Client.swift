@@ -37,7 +37,7 @@ public final class RawHTTP2Client: Sendable {
     /// What the connection has seen at the frame level.
     private struct Observed {
         var maxConcurrentStreams: [Int] = []
-        var goAway: GoAway? = nil
+        var goAways: [GoAway] = []
     }
 
     private let channel: any Channel
@@ -84,7 +84,10 @@ public final class RawHTTP2Client: Sendable {
     public var advertisedMaxConcurrentStreams: [Int] { self.observed.withLockedValue { $0.maxConcurrentStreams } }
 
     /// The GOAWAY the server sent, if any.
-    public var goAway: GoAway? { self.observed.withLockedValue { $0.goAway } }
+    /// The last GOAWAY the server sent, if any.
+    public var goAway: GoAway? { self.goAways.last }
+    /// Every GOAWAY the server sent, in order.
+    public var goAways: [GoAway] { self.observed.withLockedValue { $0.goAways } }
 
     /// Completes when the connection is closed, by either side.
     public var closeFuture: EventLoopFuture<Void> { self.channel.closeFuture }
@@ -198,7 +201,7 @@ public final class RawHTTP2Client: Sendable {
             } else if type == 7, let (lastStreamID, errorCode) = frame.getMultipleIntegers(at: payload, as: (UInt32, UInt32).self) {
                 let debugData = frame.getString(at: payload + 8, length: length - 8) ?? ""
                 let goAway = GoAway(lastStreamID: Int(lastStreamID & 0x7FFF_FFFF), errorCode: errorCode, debugData: debugData)
-                self.observed.withLockedValue { $0.goAway = goAway }
+                self.observed.withLockedValue { $0.goAways.append(goAway) }
             }
             return frame
         }

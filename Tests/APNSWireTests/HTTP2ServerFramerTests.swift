@@ -35,6 +35,7 @@ import Testing
                         events.append("data \(stream) \(payload.readableBytes)/\(flowControlled)\(endStream ? " end" : "")")
                     case .reset(let stream): events.append("reset \(stream)")
                     case .ping: events.append("ping")
+                    case .pingAnswered: events.append("pong")
                     case .goAway(let last, let code): events.append("goaway \(last) \(code)")
                     }
                 }

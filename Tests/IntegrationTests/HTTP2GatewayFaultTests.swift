@@ -42,17 +42,7 @@ import Testing
     @Test func goAwayAfterNStreamsNamesTheLastProcessedAndClosesAfterAnswering() async throws {
         let fixture = try await Fixture.start(faults: .init(goAwayAfter: 3))
         defer { Task { await fixture.stop() } }
-        let client = try await fixture.certificateClient()
-        defer { Task { await client.close() } }
-        #expect(try await client.send(headers: Fixture.headers(token: TestTokens.token(1), authorization: nil), body: Fixture.body).status == 200)
-        var streams: [RawHTTP2Client.Stream] = []
-        for index in 2...5 {
-            streams.append(try await client.open(headers: Fixture.headers(token: TestTokens.token(index), authorization: nil)))
-        }
-        for stream in streams { stream.finish(body: Fixture.body) }
-        var responses: [RawHTTP2Client.Response] = []
-        for stream in streams { responses.append(try await stream.response()) }
-        try await client.closeFuture.get()
+        let (client, responses) = try await Self.oneThenFourOpenTogether(fixture)
 
         #expect(responses.map(\.streamID) == [3, 5, 7, 9])
         #expect(responses.map(\.status) == [200, 200, nil, nil])
@@ -65,6 +55,40 @@ import Testing
         #expect(fixture.ledger.deliveries(of: TestTokens.token(4)) == 0)
         #expect(fixture.ledger.deliveries(of: TestTokens.token(5)) == 0)
         #expect(snapshot.closes == ["goaway": 1])
+    }
+
+    /// The shutdown in two steps: at the fifth stream's headers a GOAWAY naming 2^31-1 and a PING;
+    /// the streams open then are still processed (their bodies come after the GOAWAY); once the
+    /// PING is acknowledged and they are answered, a second GOAWAY names the last of them, and the
+    /// connection closes. Nothing is refused.
+    @Test func goAwayInTwoStepsNamesEveryStreamThenTheLastProcessed() async throws {
+        let fixture = try await Fixture.start(faults: .init(goAwayAfter: 5, goAwayInTwoSteps: true))
+        defer { Task { await fixture.stop() } }
+        let (client, responses) = try await Self.oneThenFourOpenTogether(fixture)
+
+        #expect(responses.map(\.streamID) == [3, 5, 7, 9])
+        #expect(responses.map(\.status) == [200, 200, 200, 200])
+        #expect(client.goAways.map(\.lastStreamID) == [Int(Int32.max), 9])
+        #expect(client.goAways.allSatisfy { $0.errorCode == 0 && $0.debugData == "{\"reason\":\"Shutdown\"}" })
+        let snapshot = fixture.ledger.snapshot()
+        #expect(snapshot.accepted == 5)
+        #expect(snapshot.closes == ["goaway": 1])
+    }
+
+    /// On one connection: a request answered 200, then four opened together (stream 3 to 9) and
+    /// their bodies sent after; returns the client, closed by the gateway, and the four answers.
+    static func oneThenFourOpenTogether(_ fixture: Fixture) async throws -> (RawHTTP2Client, [RawHTTP2Client.Response]) {
+        let client = try await fixture.certificateClient()
+        #expect(try await client.send(headers: Fixture.headers(token: TestTokens.token(1), authorization: nil), body: Fixture.body).status == 200)
+        var streams: [RawHTTP2Client.Stream] = []
+        for index in 2...5 {
+            streams.append(try await client.open(headers: Fixture.headers(token: TestTokens.token(index), authorization: nil)))
+        }
+        for stream in streams { stream.finish(body: Fixture.body) }
+        var responses: [RawHTTP2Client.Response] = []
+        for stream in streams { responses.append(try await stream.response()) }
+        try await client.closeFuture.get()
+        return (client, responses)
     }
 
     @Test func idleConnectionIsClosedWithGoAwayIdleTimeoutButNotWhileARequestIsOpen() async throws {

@@ -85,6 +85,36 @@ import Testing
         #expect(statistics.accepted == 10 && statistics.rejected == 0)
     }
 
+    /// The simulator's shutdown after 1,000 streams a connection, in one step (streams above the
+    /// last id ignored, then GOAWAY) and in two (GOAWAY 2^31-1 and a PING, the streams already open
+    /// still processed, then GOAWAY naming the last of them): each notification accepted once, a
+    /// new connection after each shutdown. In two steps nothing is refused, so nothing is written
+    /// twice at all. (The client closes a connection once its streams are answered, often before
+    /// the second GOAWAY comes.)
+    @Test(arguments: [false, true])
+    func aGatewayShuttingConnectionsDownLosesNothingAndSendsNothingTwice(inTwoSteps: Bool) async throws {
+        let count = 5_000
+        let gateway = try await Gateway.start(maxConcurrentStreams: 100, faults: .init(goAwayAfter: 1_000, goAwayInTwoSteps: inTwoSteps))
+        defer { Task { await gateway.stop() } }
+        let configuration = try HTTP2SenderFixture.configuration(port: gateway.port, certificate: true, maximumQueued: count)
+        let (outcomes, statistics) = try await HTTP2SenderFixture.run(HTTP2SenderFixture.notifications(count), with: configuration)
+
+        #expect(outcomes.accepted.count == count && Set(outcomes.accepted.map(\.tag)).count == count)
+        let ledger = gateway.ledger.snapshot()
+        #expect(ledger.accepted == count && ledger.duplicateDeliveries == 0)
+        #expect(statistics.resentAfterConnectionLoss == 0 && statistics.requestTimeouts == 0)
+        #expect(statistics.requestsWritten == count + statistics.resentUnprocessed)
+        if inTwoSteps {
+            // Each connection takes its 1,000 and what was open then (up to 100 more).
+            #expect(statistics.connectionsReplaced >= 4 && statistics.goAways >= statistics.connectionsReplaced)
+            #expect(statistics.resentUnprocessed == 0)
+        } else {
+            #expect(ledger.closes["goaway"] == 5)
+            #expect(statistics.goAways == 5 && statistics.connectionsReplaced == 5)
+            #expect(statistics.resentUnprocessed > 0)
+        }
+    }
+
     /// Polls `condition` every 20 ms; fails the test after 2 minutes (a guard against a hang, not a
     /// measure: a loaded machine has been seen to need more than 30 s).
     static func waitUntil(_ condition: () -> Bool) async throws {

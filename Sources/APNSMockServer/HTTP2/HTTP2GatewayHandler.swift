@@ -70,6 +70,8 @@ final class HTTP2GatewayHandler: ChannelInboundHandler {
     private var streamLimit = 1
     private var streamsOnConnection = 0
     private var goAwayLastStreamID: Int32? = nil
+    /// The first GOAWAY of a shutdown in two steps is out; the PING sent with it is unanswered.
+    private var awaitingShutdownPing = false
     /// The highest stream processed, which an idle-timeout GOAWAY names.
     private var lastStreamID: Int32 = 0
     private var lastRequestStarted: NIODeadline = .now()
@@ -233,6 +235,12 @@ final class HTTP2GatewayHandler: ChannelInboundHandler {
             if self.pending.removeValue(forKey: streamID) != nil { self.unanswered -= 1 }
         case .ping:
             self.ledger.recordPing()
+        case .pingAnswered:
+            if self.awaitingShutdownPing {
+                // The client has read the first GOAWAY: what it opened before is all in.
+                self.awaitingShutdownPing = false
+                self.goAwayLastStreamID = self.lastStreamID
+            }
         case .goAway:
             break
         }
@@ -259,9 +267,17 @@ final class HTTP2GatewayHandler: ChannelInboundHandler {
         self.lastStreamID = streamID
         if self.configuration.http2.idleTimeout != nil { self.lastRequestStarted = .now() }
         if let after = self.faults.goAwayAfter, after > 0, self.streamsOnConnection == after {
-            // Streams above this one are ignored from now on. The GOAWAY goes out once every stream
-            // up to here is answered, just before the close.
-            self.goAwayLastStreamID = streamID
+            if self.faults.goAwayInTwoSteps {
+                self.framer.goAway(
+                    lastStreamID: .max, errorCode: HTTP2Wire.ErrorCode.noError, debugData: Self.errorBody(.shutdown, timestamp: nil, allocator: self.allocator)
+                )
+                self.framer.ping()
+                self.awaitingShutdownPing = true
+            } else {
+                // Streams above this one are ignored from now on. The GOAWAY goes out once every
+                // stream up to here is answered, just before the close.
+                self.goAwayLastStreamID = streamID
+            }
         }
         if endStream { self.complete(context: context, streamID: streamID) }
     }

@@ -85,6 +85,13 @@ extension MockAPNSConfiguration {
         /// close. Streams above the last id are neither processed nor recorded. `nil` (the default)
         /// never does.
         public var goAwayAfter: Int?
+        /// With ``goAwayAfter``: shut down in two steps, as Go's HTTP/2 server does and as APNs has
+        /// been seen to send two GOAWAYs. At the Nth stream a GOAWAY naming 2^31-1 (open no more
+        /// streams; none is refused yet) and a PING; streams keep being processed, and once the
+        /// PING's acknowledgement is read (every stream the client opened before it read the
+        /// GOAWAY has arrived by then) a second GOAWAY names the last stream processed, after
+        /// every stream is answered, and the connection closes. Defaults to false.
+        public var goAwayInTwoSteps: Bool
         /// How long every answer waits before it is written. `nil` (the default) answers at once.
         public var answerDelay: TimeAmount?
 
@@ -93,12 +100,14 @@ extension MockAPNSConfiguration {
             internalServerErrorEvery: Int? = nil,
             serviceUnavailableEvery: Int? = nil,
             goAwayAfter: Int? = nil,
+            goAwayInTwoSteps: Bool = false,
             answerDelay: TimeAmount? = nil
         ) {
             self.tooManyRequestsEvery = tooManyRequestsEvery
             self.internalServerErrorEvery = internalServerErrorEvery
             self.serviceUnavailableEvery = serviceUnavailableEvery
             self.goAwayAfter = goAwayAfter
+            self.goAwayInTwoSteps = goAwayInTwoSteps
             self.answerDelay = answerDelay
         }
 

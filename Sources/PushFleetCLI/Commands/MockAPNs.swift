@@ -76,6 +76,9 @@ struct MockAPNs: AsyncParsableCommand {
     @Option(name: .customLong("goaway-after"), help: "HTTP/2: send GOAWAY (Shutdown) after N streams on a connection, then close it.")
     var goAwayAfter: Int?
 
+    @Flag(name: .customLong("goaway-in-two-steps"), help: "HTTP/2, with --goaway-after: first GOAWAY 2^31-1 and a PING (streams already open are still processed), then, once the PING is acknowledged, GOAWAY naming the last stream processed.")
+    var goAwayInTwoSteps = false
+
     @Option(help: "HTTP/2: milliseconds every answer waits before it is written.")
     var answerDelayMs: Int?
 
@@ -129,6 +132,7 @@ struct MockAPNs: AsyncParsableCommand {
         ] {
             if let value, value < (flag == "--answer-delay-ms" ? 0 : 1) { throw ValidationError("\(flag) must be positive") }
         }
+        if self.goAwayInTwoSteps && self.goAwayAfter == nil { throw ValidationError("--goaway-in-two-steps needs --goaway-after") }
         for key in self.providerKey where key.split(separator: ":", maxSplits: 2).count != 3 {
             throw ValidationError("--provider-key \(key) is not KID:TEAM:PUBLIC_PEM_FILE")
         }
@@ -186,6 +190,7 @@ struct MockAPNs: AsyncParsableCommand {
                 internalServerErrorEvery: self.internalServerErrorEvery,
                 serviceUnavailableEvery: self.serviceUnavailableEvery,
                 goAwayAfter: self.goAwayAfter,
+                goAwayInTwoSteps: self.goAwayInTwoSteps,
                 answerDelay: self.answerDelayMs.map { .milliseconds(Int64($0)) }
             )
         )

@@ -32,6 +32,8 @@ public struct HTTP2ServerFramer {
         /// The client reset the stream, or this side did for a stream error (already written).
         case reset(streamID: Int32)
         case ping
+        /// The acknowledgement of this side's ``ping()``.
+        case pingAnswered
         case goAway(lastStreamID: Int32, errorCode: UInt32)
     }
 
@@ -168,6 +170,11 @@ public struct HTTP2ServerFramer {
         self.output.writeWindowUpdate(streamID: 0, increment)
     }
 
+    /// A PING; its acknowledgement is reported as ``Event/pingAnswered``.
+    public mutating func ping() {
+        self.output.writeFrame(type: HTTP2Wire.FrameType.ping, flags: 0, streamID: 0) { $0.writeInteger(UInt64(0)) }
+    }
+
     /// GOAWAY naming `lastStreamID`.
     public mutating func goAway(lastStreamID: Int32, errorCode: UInt32, debugData: ByteBuffer?) {
         self.output.writeGoAway(lastStreamID: lastStreamID, errorCode: errorCode, debugData: debugData)
@@ -250,7 +257,7 @@ public struct HTTP2ServerFramer {
             self.output.writeFrame(type: HTTP2Wire.FrameType.ping, flags: HTTP2Wire.Flag.ack, streamID: 0) { $0.writeInteger(data) }
             handle(.ping)
         case .ping(_, ack: true):
-            break
+            handle(.pingAnswered)
         case .goAway(let lastStreamID, let errorCode, _):
             handle(.goAway(lastStreamID: lastStreamID, errorCode: errorCode))
         case .rstStream(let streamID, _):
