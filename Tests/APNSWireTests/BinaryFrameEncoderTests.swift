@@ -45,6 +45,9 @@ private func written(_ write: (inout ByteBuffer) -> Void) -> [UInt8] {
         var expected: [UInt8] = []
         expected += [0x02]  // command: 2 (frame format)
         expected += [0x00, 0x00, 0x00, 0x42]  // frame length: 66 = 5 item headers (15) + 32 + 10 + 4 + 4 + 1
+        expected += [0x03]  // item 3 first: notification identifier
+        expected += [0x00, 0x04]  // item length: 4
+        expected += [0xDE, 0xAD, 0xBE, 0xEF]  // identifier 0xDEADBEEF, big-endian
         expected += [0x01]  // item 1: device token
         expected += [0x00, 0x20]  // item length: 32
         expected += [0xC9, 0xD4, 0xC0, 0x7C, 0xFB, 0xBC, 0x26, 0xD6]  // token bytes 0-7
@@ -54,9 +57,6 @@ private func written(_ write: (inout ByteBuffer) -> Void) -> [UInt8] {
         expected += [0x02]  // item 2: payload
         expected += [0x00, 0x0A]  // item length: 10
         expected += [0x7B, 0x22, 0x61, 0x70, 0x73, 0x22, 0x3A, 0x7B, 0x7D, 0x7D]  // {"aps":{}}
-        expected += [0x03]  // item 3: notification identifier
-        expected += [0x00, 0x04]  // item length: 4
-        expected += [0xDE, 0xAD, 0xBE, 0xEF]  // identifier 0xDEADBEEF, big-endian
         expected += [0x04]  // item 4: expiration date
         expected += [0x00, 0x04]  // item length: 4
         expected += [0x5F, 0x5E, 0x10, 0x00]  // 1,600,000,000 epoch seconds
@@ -80,12 +80,12 @@ private func written(_ write: (inout ByteBuffer) -> Void) -> [UInt8] {
         var expected: [UInt8] = []
         expected += [0x02]  // command 2
         expected += [0x00, 0x00, 0x00, 0x22]  // frame length: 34 = 15 + 8 + 2 + 4 + 4 + 1
+        expected += [0x03, 0x00, 0x04]  // item 3: identifier, 4 bytes
+        expected += [0x00, 0x00, 0x00, 0x01]  // identifier 1
         expected += [0x01, 0x00, 0x08]  // item 1: token, 8 bytes
         expected += [0x01, 0x02, 0x03, 0x04, 0x05, 0x06, 0x07, 0x08]  // token
         expected += [0x02, 0x00, 0x02]  // item 2: payload, 2 bytes
         expected += [0x7B, 0x7D]  // {}
-        expected += [0x03, 0x00, 0x04]  // item 3: identifier, 4 bytes
-        expected += [0x00, 0x00, 0x00, 0x01]  // identifier 1
         expected += [0x04, 0x00, 0x04]  // item 4: expiration, 4 bytes
         expected += [0x00, 0x00, 0x00, 0x00]  // 0: do not store
         expected += [0x05, 0x00, 0x01]  // item 5: priority, 1 byte
@@ -109,6 +109,7 @@ private func written(_ write: (inout ByteBuffer) -> Void) -> [UInt8] {
         let frameLength = buffer.readInteger(as: UInt32.self)
         #expect(frameLength == UInt32(15 + 32 + 300 + 9))  // frame length: 356 = 0x00000164
         #expect(Array(bytes[1..<5]) == [0x00, 0x00, 0x01, 0x64])
+        #expect(buffer.readBytes(length: 7) == [0x03, 0x00, 0x04, 0x0A, 0x0B, 0x0C, 0x0D])  // identifier
         #expect(buffer.readInteger(as: UInt8.self) == 1)  // item 1
         #expect(buffer.readInteger(as: UInt16.self) == 32)
         #expect(buffer.readBytes(length: 32) == tokenBytes)
@@ -116,7 +117,6 @@ private func written(_ write: (inout ByteBuffer) -> Void) -> [UInt8] {
         #expect(buffer.getBytes(at: buffer.readerIndex, length: 2) == [0x01, 0x2C])  // 300, high byte first
         #expect(buffer.readInteger(as: UInt16.self) == 300)
         #expect(buffer.readBytes(length: 300) == notification.payload.bytes)
-        #expect(buffer.readBytes(length: 7) == [0x03, 0x00, 0x04, 0x0A, 0x0B, 0x0C, 0x0D])  // identifier
         #expect(buffer.readBytes(length: 7) == [0x04, 0x00, 0x04, 0x01, 0x02, 0x03, 0x04])  // expiration
         #expect(buffer.readBytes(length: 4) == [0x05, 0x00, 0x01, 0x05])  // priority 5
         #expect(buffer.readableBytes == 0)
@@ -154,7 +154,7 @@ private func written(_ write: (inout ByteBuffer) -> Void) -> [UInt8] {
         #expect(buffer.readerIndex == 1)
         #expect(buffer.readableBytes == firstSize + secondSize)
         #expect(buffer.getInteger(at: 1 + firstSize, as: UInt8.self) == 2)  // second frame's command
-        #expect(buffer.getInteger(at: 1 + firstSize + 5 + 3, as: UInt8.self) == 0xAB)  // its one-byte token
+        #expect(buffer.getInteger(at: 1 + firstSize + 5 + 7 + 3, as: UInt8.self) == 0xAB)  // its one-byte token, after the identifier
         #expect(buffer.getInteger(at: 1 + firstSize + secondSize - 1, as: UInt8.self) == 5)  // its priority
     }
 
@@ -164,11 +164,11 @@ private func written(_ write: (inout ByteBuffer) -> Void) -> [UInt8] {
         var expected: [UInt8] = []
         expected += [0x02]  // command 2
         expected += [0x00, 0x00, 0x00, 0x1A]  // frame length: 26 = 15 + 0 + 2 + 4 + 4 + 1
+        expected += [0x03, 0x00, 0x04]  // item 3: identifier, 4 bytes, before the bad item
+        expected += [0x00, 0x00, 0x01, 0x00]  // identifier 256
         expected += [0x01, 0x00, 0x00]  // item 1: token, 0 bytes (the gateway must reject it)
         expected += [0x02, 0x00, 0x02]  // item 2: payload, 2 bytes
         expected += [0x7B, 0x7D]  // {}
-        expected += [0x03, 0x00, 0x04]  // item 3: identifier, 4 bytes
-        expected += [0x00, 0x00, 0x01, 0x00]  // identifier 256
         expected += [0x04, 0x00, 0x04]  // item 4: expiration, 4 bytes
         expected += [0x00, 0x00, 0x00, 0x00]  // 0
         expected += [0x05, 0x00, 0x01]  // item 5: priority, 1 byte
@@ -185,7 +185,7 @@ private func written(_ write: (inout ByteBuffer) -> Void) -> [UInt8] {
         self.encoder.writeSentinel(identifier: 2, into: &buffer)
         let frameSize = BinaryFrameEncoder.frameSize(tokenByteCount: 32, payloadByteCount: 10)
         #expect(buffer.readableBytes == frameSize + BinaryFrameEncoder.frameSize(tokenByteCount: 0, payloadByteCount: 2))
-        #expect(buffer.getBytes(at: frameSize, length: 8) == [0x02, 0x00, 0x00, 0x00, 0x1A, 0x01, 0x00, 0x00])
+        #expect(buffer.getBytes(at: frameSize, length: 12) == [0x02, 0x00, 0x00, 0x00, 0x1A, 0x03, 0x00, 0x04, 0x00, 0x00, 0x00, 0x02])
     }
 
     @Test func command1WritesTheEnhancedFormat() throws {

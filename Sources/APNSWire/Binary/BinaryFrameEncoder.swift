@@ -15,18 +15,20 @@ public struct BinaryFrameEncoder: Sendable {
         5 + 15 + tokenByteCount + payloadByteCount + 9
     }
 
-    /// Command 2, items 1 (token), 2 (payload), 3 (identifier), 4 (expiration), 5 (priority).
+    /// Command 2, items 3 (identifier), 1 (token), 2 (payload), 4 (expiration), 5 (priority). The
+    /// identifier first, as Pushy wrote it: a gateway that stops reading a frame at a bad item
+    /// (the sentinel's empty token, an invalid one) has read the identifier its error response
+    /// must name, or every frame of the round would have an unknown fate.
     @inlinable
     public func writeCommand2(identifier: UInt32, notification: BinaryNotification, into buffer: inout ByteBuffer) {
         let tokenCount = notification.token.count
         let payloadCount = notification.payload.byteCount
-        buffer.writeMultipleIntegers(UInt8(2), UInt32(15 + tokenCount + payloadCount + 9))
+        buffer.writeMultipleIntegers(UInt8(2), UInt32(15 + tokenCount + payloadCount + 9), UInt8(3), UInt16(4), identifier)
         buffer.writeMultipleIntegers(UInt8(1), UInt16(truncatingIfNeeded: tokenCount))
         notification.token.withUnsafeBytes { _ = buffer.writeBytes($0) }
         buffer.writeMultipleIntegers(UInt8(2), UInt16(truncatingIfNeeded: payloadCount))
         buffer.writeBytes(notification.payload.bytes)
         buffer.writeMultipleIntegers(
-            UInt8(3), UInt16(4), identifier,
             UInt8(4), UInt16(4), notification.expiration,
             UInt8(5), UInt16(1), notification.priority
         )
@@ -36,12 +38,11 @@ public struct BinaryFrameEncoder: Sendable {
     /// (*MissingDeviceToken*) naming `identifier`. Its error response proves that every frame
     /// written before it on the connection was processed.
     public func writeSentinel(identifier: UInt32, into buffer: inout ByteBuffer) {
-        // Items: token (0 bytes), payload `{}` (2 bytes), identifier, expiration 0, priority 10.
-        buffer.writeMultipleIntegers(UInt8(2), UInt32(15 + 0 + 2 + 9))
+        // Items: identifier, token (0 bytes), payload `{}` (2 bytes), expiration 0, priority 10.
+        buffer.writeMultipleIntegers(UInt8(2), UInt32(15 + 0 + 2 + 9), UInt8(3), UInt16(4), identifier)
         buffer.writeMultipleIntegers(UInt8(1), UInt16(0))
         buffer.writeMultipleIntegers(UInt8(2), UInt16(2), UInt8(ascii: "{"), UInt8(ascii: "}"))
         buffer.writeMultipleIntegers(
-            UInt8(3), UInt16(4), identifier,
             UInt8(4), UInt16(4), UInt32(0),
             UInt8(5), UInt16(1), UInt8(10)
         )
