@@ -100,6 +100,17 @@ struct BinaryFixture {
     }
 }
 
+extension BinarySender {
+    /// Every outcome the sender reports until its events finish (at shutdown), in order.
+    func collectOutcomes() -> Task<[DeliveryOutcome], Never> {
+        Task {
+            var all: [DeliveryOutcome] = []
+            for await outcomes in self.events { all += outcomes }
+            return all
+        }
+    }
+}
+
 /// Tests log warnings and errors only: expected reconnects would drown the report.
 let quietLogger: Logger = {
     var logger = Logger(label: "pushfleet.test")

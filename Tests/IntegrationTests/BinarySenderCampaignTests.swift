@@ -33,26 +33,21 @@ import Testing
                 let share = stride(from: part, to: notifications.count, by: Self.senders).map { notifications[$0] }
                 group.addTask {
                     let sender = BinarySender(configuration: configuration, eventLoop: MultiThreadedEventLoopGroup.singleton.next(), logger: quietLogger)
-                    let collector = Task {
-                        var outcome = Outcome()
-                        for await outcomes in sender.events {
-                            for event in outcomes {
-                                switch event {
-                                case .accepted(let tag): outcome.accepted[notifications[Int(tag)].token, default: 0] += 1
-                                case .rejected(_, let rejection): outcome.rejected[rejection.token, default: []].append(rejection.reason)
-                                case .refused(_, let token, let refusal): outcome.rejected[token, default: []].append(refusal.reason)
-                                }
-                            }
-                        }
-                        return outcome
-                    }
+                    let collector = sender.collectOutcomes()
                     for start in stride(from: 0, to: share.count, by: 1_000) {
                         try await sender.send(Array(share[start..<min(start + 1_000, share.count)]))
                     }
                     await sender.flush()
                     let statistics = await sender.statistics()
                     let unsettled = await sender.shutdown()
-                    var outcome = await collector.value
+                    var outcome = Outcome()
+                    for event in await collector.value {
+                        switch event {
+                        case .accepted(let tag): outcome.accepted[notifications[Int(tag)].token, default: 0] += 1
+                        case .rejected(_, let rejection): outcome.rejected[rejection.token, default: []].append(rejection.reason)
+                        case .refused(_, let token, let refusal): outcome.rejected[token, default: []].append(refusal.reason)
+                        }
+                    }
                     outcome.statistics = statistics
                     outcome.unsettled = unsettled.count
                     return outcome

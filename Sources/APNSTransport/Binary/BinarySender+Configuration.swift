@@ -21,8 +21,11 @@ extension BinarySender {
         /// leave unknown (and so re-sent). Defaults to 20,000 frames.
         public var confirmEvery: Int
         /// How long to wait for the sentinel's rejection before giving the connection up as
-        /// broken (its unconfirmed frames are then re-sent). Must be longer than the gateway's
-        /// error delay (APNs: 0.1–1 s). Defaults to 5 seconds.
+        /// broken (its unconfirmed frames are then re-sent). Should be longer than the gateway's
+        /// error delay (APNs: 0.1–1 s). After each timeout the next round waits twice as long (up to
+        /// 8 times this), after a proof this long again, so that a gateway slower than this is still
+        /// proven. The same bound applies to a connection that takes no bytes (not writable) while
+        /// frames are unconfirmed. Defaults to 5 seconds.
         public var confirmationTimeout: TimeAmount
         /// How long the queue may stay empty before the sentinel is written for the frames so far.
         /// Defaults to 5 milliseconds.
@@ -33,6 +36,11 @@ extension BinarySender {
         public var connectTimeout: TimeAmount
         /// Delays between failing connection attempts. Defaults to 100 ms doubling to 30 s.
         public var backoff: Backoff
+        /// Times a frame's fate may be left unknown (its connection closed without an error
+        /// response, or one named no frame of its round) before it has its final outcome: rejected
+        /// alone (`ConnectionLost`) if rounds were proven meanwhile, else refused as an outage.
+        /// Defaults to 5.
+        public var maximumAttempts: Int
 
         public init(
             host: String,
@@ -45,7 +53,8 @@ extension BinarySender {
             linger: TimeAmount = .milliseconds(5),
             maximumQueued: Int = 10_000,
             connectTimeout: TimeAmount = .seconds(10),
-            backoff: Backoff = Backoff()
+            backoff: Backoff = Backoff(),
+            maximumAttempts: Int = 5
         ) {
             self.host = host
             self.port = port
@@ -58,6 +67,7 @@ extension BinarySender {
             self.maximumQueued = max(1, maximumQueued)
             self.connectTimeout = connectTimeout
             self.backoff = backoff
+            self.maximumAttempts = max(1, maximumAttempts)
         }
     }
 
@@ -68,8 +78,10 @@ extension BinarySender {
         /// Frames written again because the gateway discarded them or their fate was unknown:
         /// frames written in vain.
         public var framesResent = 0
-        /// The part of ``framesResent`` written again after a silent close. Only these can reach the
-        /// gateway twice; frames after an error response were discarded by it.
+        /// The part of ``framesResent`` whose fate was unknown: after a silent close, or an error
+        /// response naming no frame of the round (the last attempt of a frame included, which a
+        /// resumed campaign sends again). Only these can reach the gateway twice; frames after an
+        /// error response naming one were discarded by it.
         public var framesResentAfterSilentClose = 0
         public var accepted = 0
         public var rejected = 0
@@ -87,7 +99,8 @@ extension BinarySender {
         public var connectFailures = 0
         /// Error responses whose identifier matched no unconfirmed frame; their window was re-sent.
         public var unmatchedErrors = 0
-        /// Connections given up because the sentinel's rejection did not come in time.
+        /// Connections given up because the sentinel's rejection did not come in time, or because
+        /// they took no bytes for as long while frames were unconfirmed.
         public var confirmationTimeouts = 0
 
         public init() {}

@@ -16,6 +16,16 @@ import Synchronization
 /// → write a sentinel → wait for an error response → settle the window → reconnect. An invalid
 /// notification ends the connection the same way, earlier.
 final class BinarySenderCore {
+    /// A notification, and the times its fate was left unknown (a connection closed without an
+    /// answer, an error response naming no frame of its round, a round never proven).
+    struct Pending {
+        var notification: BinaryNotification
+        var misses = 0
+        /// ``BinarySenderCore/proven`` at its first miss: whether rounds were proven since tells a
+        /// frame of its own that never gets through from a gateway that proves nothing.
+        var provenAtFirstMiss: Int? = nil
+    }
+
     private let configuration: BinarySender.Configuration
     private let eventLoop: any EventLoop
     private let events: AsyncStream<[DeliveryOutcome]>.Continuation
@@ -23,12 +33,14 @@ final class BinarySenderCore {
     private let encoder = BinaryFrameEncoder()
     private let sslContext: Result<NIOSSLContext, any Error>
 
-    private var queue: Deque<BinaryNotification> = []
+    private var queue: Deque<Pending> = []
+    /// Frames proven processed (accepted or rejected by an error response naming a later one).
+    private var proven = 0
     /// The first this many of ``queue`` were written before (re-queued after an error response or a
     /// silent close); the rest were never written.
     private var writtenAtFront = 0
     /// Written frames not yet settled; `nil` marks the sentinel.
-    private var window = BinarySendWindow<BinaryNotification?>()
+    private var window = BinarySendWindow<Pending?>()
     /// The connection's decisions: generation, backoff, round size, pacing.
     private var cycle: BinaryConnectionCycle
     /// The channel of the connection writing or awaiting proof.
@@ -42,6 +54,11 @@ final class BinarySenderCore {
     private var writeDeadline: ContinuousClock.Instant?
     private var lingerTimer: Scheduled<Void>?
     private var proofTimer: Scheduled<Void>?
+    /// Armed while the connection takes no bytes (not writable) with frames unconfirmed.
+    private var stallTimer: Scheduled<Void>?
+    /// How long the next sentinel's answer is awaited: the configured time, doubled after each
+    /// timeout (up to 8 times), so that a gateway slower than the configuration is still proven.
+    private var proofTimeout: TimeAmount
     private var waiters: SenderWaiters
     private(set) var statistics = BinarySender.Statistics()
     private let metrics = TransportMetrics.binary
@@ -64,6 +81,7 @@ final class BinarySenderCore {
             backoff: configuration.backoff, confirmEvery: configuration.confirmEvery, batchSize: configuration.batchSize
         )
         self.framesWanted = framesWanted
+        self.proofTimeout = configuration.confirmationTimeout
         self.waiters = SenderWaiters(limit: configuration.maximumQueued)
         framesWanted.value.store(self.cycle.pacer.framesWanted, ordering: .relaxed)
     }
@@ -75,7 +93,7 @@ final class BinarySenderCore {
             continuation.resume(throwing: TransportError.senderClosed(host: self.configuration.host, port: self.configuration.port))
             return
         }
-        self.queue.append(contentsOf: notifications)
+        self.queue.append(contentsOf: notifications.lazy.map { Pending(notification: $0) })
         self.waiters.admit(continuation, waiting: self.queue.count)
         self.connectIfNeeded()
         self.scheduleWrite()
@@ -109,7 +127,7 @@ final class BinarySenderCore {
         self.channel = nil
         self.cycle.shutdown()
         self.cancelTimers()
-        let remaining = self.window.connectionLost().compactMap { $0 } + Array(self.queue)
+        let remaining = self.window.connectionLost().compactMap { $0?.notification } + self.queue.map(\.notification)
         self.queue.removeAll()
         self.writtenAtFront = 0
         self.waiters.close(TransportError.senderClosed(host: self.configuration.host, port: self.configuration.port))
@@ -120,7 +138,7 @@ final class BinarySenderCore {
     /// Takes out of the queue every notification never written for which `predicate` holds, and
     /// returns them in queue order. Those re-queued after being written stay.
     func withdraw(where predicate: (BinaryNotification) -> Bool) -> [BinaryNotification] {
-        let withdrawn = self.queue.extract(from: self.writtenAtFront, where: predicate)
+        let withdrawn = self.queue.extract(from: self.writtenAtFront) { predicate($0.notification) }.map(\.notification)
         guard !withdrawn.isEmpty else { return [] }
         self.statistics.withdrawn += withdrawn.count
         self.resumeWaiters()
@@ -200,6 +218,10 @@ final class BinarySenderCore {
 
     func writabilityChanged(generation: Int) {
         guard self.cycle.writingGeneration == generation else { return }
+        if self.channel?.isWritable == true {
+            self.stallTimer?.cancel()
+            self.stallTimer = nil
+        }
         self.scheduleWrite()
     }
 
@@ -216,28 +238,38 @@ final class BinarySenderCore {
         self.statistics.errorResponses += 1
         self.errorResponseCounter(response.status).increment()
         let resolution = self.window.resolve(response)
-        if !resolution.identifierMatched {
-            self.statistics.unmatchedErrors += 1
-            self.logger.warning(
-                "error response names no unconfirmed frame; writing the whole window again",
-                metadata: ["status": "\(response.status)", "identifier": "\(response.identifier)"]
-            )
-        }
-        var outcomes = self.accept(resolution.accepted.compactMap { $0 })
+        var outcomes = self.accept(resolution.accepted.compactMap { $0?.notification })
         // A rejected sentinel (nil) is the proof we asked for, not a notification's outcome.
         var rejectedNotification = false
-        if let rejected = resolution.rejected, let notification = rejected {
+        if let rejected = resolution.rejected, let notification = rejected?.notification {
             rejectedNotification = true
             self.statistics.rejected += 1
             outcomes.append(.rejected(tag: notification.tag, Rejection(token: notification.token, reason: response.status.reason)))
         }
+        self.proven += resolution.accepted.count + (resolution.rejected == nil ? 0 : 1)
+        if resolution.identifierMatched { self.proofTimeout = self.configuration.confirmationTimeout }
         self.cycle.settled(
             identifierMatched: resolution.identifierMatched, rejectedNotification: rejectedNotification, resent: resolution.resend.count
         )
+        var resend = resolution.resend.compactMap { $0 }
+        if !resolution.identifierMatched {
+            // Nothing is known of the round: like a silent close, each frame may have been delivered.
+            self.statistics.unmatchedErrors += 1
+            self.statistics.framesResentAfterSilentClose += resend.count
+            self.logger.warning(
+                "error response names no unconfirmed frame; writing the whole window again",
+                metadata: ["status": "\(response.status)", "identifier": "\(response.identifier)", "frames": "\(resend.count)"]
+            )
+            resend = self.missedAnswers(resend, into: &outcomes)
+        }
         if !outcomes.isEmpty { self.events.yield(outcomes) }
-        self.requeue(resolution.resend.compactMap { $0 })
+        self.requeue(resend)
         self.channel?.close(promise: nil)
         self.channel = nil
+        // The window is settled, so the next connection need not wait for this one's close: a
+        // gateway that leaves it open would hold every round for NIOSSL's shutdown timeout (5 s).
+        if self.cycle.closed(generation: generation, unconfirmed: 0) == .afterErrorResponse { self.metrics.connections.decrement() }
+        self.connectIfNeeded()
         self.resumeWaiters()
     }
 
@@ -262,14 +294,20 @@ final class BinarySenderCore {
                 self.logger.info(
                     "connection closed without an error response; writing its unconfirmed frames again", metadata: ["frames": "\(unconfirmed.count)"]
                 )
-                self.requeue(unconfirmed)
+                var outcomes: [DeliveryOutcome] = []
+                self.requeue(self.missedAnswers(unconfirmed, into: &outcomes))
+                if !outcomes.isEmpty { self.events.yield(outcomes) }
             }
         case .afterErrorResponse:
-            self.metrics.connections.decrement()  // the error response already settled the window
+            // Not reached: the error response already settled the window and ended the connection
+            // in the cycle (its close is then about an older generation).
+            self.metrics.connections.decrement()
         }
         self.channel = nil
         self.cancelTimers()
         self.connectIfNeeded()
+        // Frames whose attempts ran out were settled here: a flush may be due.
+        self.resumeWaiters()
     }
 
     // MARK: - Writing
@@ -284,21 +322,25 @@ final class BinarySenderCore {
 
     private func writeBatch() {
         self.writeScheduled = false
-        guard self.cycle.writingGeneration != nil, let channel = self.channel, channel.isWritable, self.mayWrite else { return }
+        guard let generation = self.cycle.writingGeneration, let channel = self.channel, self.mayWrite else { return }
+        guard channel.isWritable else {
+            self.watchForStall(generation: generation)
+            return
+        }
         let count = min(self.configuration.batchSize, self.queue.count, self.cycle.room(unconfirmed: self.window.count))
         if count > 0 {
             self.lingerTimer?.cancel()
             self.lingerTimer = nil
             if self.window.isEmpty { self.cycle.roundStarted(now: NIODeadline.now().uptimeNanoseconds) }
             var buffer = channel.allocator.buffer(
-                capacity: count * BinaryFrameEncoder.frameSize(tokenByteCount: 32, payloadByteCount: self.queue[0].payload.byteCount)
+                capacity: count * BinaryFrameEncoder.frameSize(tokenByteCount: 32, payloadByteCount: self.queue[0].notification.payload.byteCount)
             )
             for _ in 0..<count {
-                let notification = self.queue.removeFirst()
+                let pending = self.queue.removeFirst()
                 self.writtenAtFront = max(0, self.writtenAtFront - 1)
                 let identifier = self.takeIdentifier()
-                self.encoder.writeCommand2(identifier: identifier, notification: notification, into: &buffer)
-                self.window.written(notification, identifier: identifier)
+                self.encoder.writeCommand2(identifier: identifier, notification: pending.notification, into: &buffer)
+                self.window.written(pending, identifier: identifier)
             }
             self.statistics.framesWritten += count
             channel.writeAndFlush(buffer, promise: nil)
@@ -329,8 +371,28 @@ final class BinarySenderCore {
         self.statistics.sentinels += 1
         channel.writeAndFlush(buffer, promise: nil)
         let core = NIOLoopBound(self, eventLoop: self.eventLoop)
-        self.proofTimer = self.eventLoop.scheduleTask(in: self.configuration.confirmationTimeout) {
+        self.proofTimer = self.eventLoop.scheduleTask(in: self.proofTimeout) {
             core.value.proofTimedOut(generation: generation)
+        }
+    }
+
+    /// The connection takes no bytes: if it still takes none after the proof timeout while frames
+    /// are unconfirmed, it is given up like an unanswered sentinel (a gateway that stopped reading
+    /// would otherwise hold them for ever; no sentinel can go out behind them).
+    private func watchForStall(generation: Int) {
+        guard self.stallTimer == nil, !self.window.isEmpty else { return }
+        let core = NIOLoopBound(self, eventLoop: self.eventLoop)
+        self.stallTimer = self.eventLoop.scheduleTask(in: self.proofTimeout) {
+            let core = core.value
+            core.stallTimer = nil
+            guard core.cycle.writingGeneration == generation, let channel = core.channel, !channel.isWritable, !core.window.isEmpty else { return }
+            core.statistics.confirmationTimeouts += 1
+            core.metrics.requestTimeouts.increment()
+            core.logger.warning(
+                "the binary gateway takes no bytes; closing the connection and writing its unconfirmed frames again",
+                metadata: ["timeout_ms": "\(core.proofTimeout.nanoseconds / 1_000_000)", "frames": "\(core.window.count)"]
+            )
+            channel.close(promise: nil)  // connectionClosed re-queues the window
         }
     }
 
@@ -350,8 +412,10 @@ final class BinarySenderCore {
         self.metrics.requestTimeouts.increment()
         self.logger.warning(
             "no answer to the sentinel frame; closing the connection and writing its unconfirmed frames again",
-            metadata: ["timeout_ms": "\(self.configuration.confirmationTimeout.nanoseconds / 1_000_000)"]
+            metadata: ["timeout_ms": "\(self.proofTimeout.nanoseconds / 1_000_000)"]
         )
+        // The gateway may just be slower than the timeout: the next round waits longer.
+        self.proofTimeout = min(self.proofTimeout * 2, self.configuration.confirmationTimeout * 8)
         channel.close(promise: nil)  // connectionClosed re-queues the window
     }
 
@@ -361,7 +425,37 @@ final class BinarySenderCore {
         return identifier
     }
 
-    private func requeue(_ notifications: [BinaryNotification]) {
+    /// Counts a miss for each of `frames`, whose fate is unknown, and returns those with attempts
+    /// left, to be written again. One out of attempts has its final outcome in `outcomes`, by
+    /// whether rounds were proven since its first miss:
+    /// - yes: the gateway works and this frame never gets through (it makes the gateway drop the
+    ///   connection, say): rejected alone, `ConnectionLost`, the token unharmed. Frames that shared
+    ///   its rounds every time share its fate.
+    /// - no: the gateway proves nothing (it hangs, it drops every connection): an outage, which
+    ///   pauses a campaign until APNs heals. Nothing is lost.
+    private func missedAnswers(_ frames: [Pending], into outcomes: inout [DeliveryOutcome]) -> [Pending] {
+        var again: [Pending] = []
+        again.reserveCapacity(frames.count)
+        for var pending in frames {
+            pending.misses += 1
+            let since = pending.provenAtFirstMiss ?? self.proven
+            pending.provenAtFirstMiss = since
+            guard pending.misses >= self.configuration.maximumAttempts else {
+                again.append(pending)
+                continue
+            }
+            let (token, tag) = (pending.notification.token, pending.notification.tag)
+            self.statistics.rejected += 1
+            if self.proven != since {
+                outcomes.append(.rejected(tag: tag, Rejection(token: token, reason: .connectionLost)))
+            } else {
+                outcomes.append(.refused(tag: tag, token: token, ProviderRefusal(reason: .connectionLost, status: 0, isOutage: true)))
+            }
+        }
+        return again
+    }
+
+    private func requeue(_ notifications: [Pending]) {
         guard !notifications.isEmpty else { return }
         self.statistics.framesResent += notifications.count
         self.queue.insert(contentsOf: notifications, at: 0)
@@ -373,6 +467,8 @@ final class BinarySenderCore {
         self.lingerTimer = nil
         self.proofTimer?.cancel()
         self.proofTimer = nil
+        self.stallTimer?.cancel()
+        self.stallTimer = nil
     }
 
     // MARK: - Reporting
