@@ -158,7 +158,7 @@ private func run(_ bytes: [UInt8], chunk: Int, judge: Bool) -> ([String], String
                     if endStream, let request = requests.removeValue(forKey: streamID) { complete.append((streamID, request.fields, request.body)) }
                 case .reset(let streamID):
                     requests[streamID] = nil
-                case .ping, .goAway:
+                case .ping, .pingAnswered, .goAway:
                     break
                 }
             }
