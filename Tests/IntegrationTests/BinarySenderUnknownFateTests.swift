@@ -41,18 +41,20 @@ import Testing
         return outcome
     }
 
-    /// The gateway answers a sentinel after 1.5 s and the sender waits 1 s: the first round times
-    /// out, the next waits twice as long and is proven. Before, every round timed out, for ever.
+    /// The gateway answers a sentinel after 1.2 s and the sender waits 0.8 s: the first round times
+    /// out, and a later one, waiting twice as long each time (a loaded machine may answer later
+    /// still), is proven. Before, every round timed out, for ever.
     @Test func aGatewaySlowerThanTheProofTimeoutIsStillProven() async throws {
-        let fixture = try await BinaryFixture.start(errorDelay: .milliseconds(1_500))
+        let fixture = try await BinaryFixture.start(errorDelay: .milliseconds(1_200))
         defer { Task { await fixture.stop() } }
         var configuration = try fixture.senderConfiguration(confirmEvery: 100)
-        configuration.confirmationTimeout = .seconds(1)
+        configuration.confirmationTimeout = .milliseconds(800)
+        configuration.maximumAttempts = 10
         let outcome = try await self.run(50, configuration)
 
         #expect(outcome.accepted.count == 50 && outcome.accepted.values.allSatisfy { $0 == 1 })
         #expect(outcome.refused.isEmpty && outcome.rejected.isEmpty)
-        #expect(outcome.statistics.confirmationTimeouts == 1)
+        #expect(outcome.statistics.confirmationTimeouts >= 1)
         let ledger = fixture.ledger.snapshot()
         #expect(ledger.distinctTokens == 50)
         #expect(ledger.duplicateDeliveries <= outcome.statistics.framesResentAfterSilentClose)

@@ -56,6 +56,8 @@ final class BinarySenderCore {
     private var proofTimer: Scheduled<Void>?
     /// Armed while the connection takes no bytes (not writable) with frames unconfirmed.
     private var stallTimer: Scheduled<Void>?
+    /// When a batch last left for the kernel whole: the gateway is reading.
+    private var lastWriteCompleted = NIODeadline.now()
     /// How long the next sentinel's answer is awaited: the configured time, doubled after each
     /// timeout (up to 8 times), so that a gateway slower than the configuration is still proven.
     private var proofTimeout: TimeAmount
@@ -343,7 +345,8 @@ final class BinarySenderCore {
                 self.window.written(pending, identifier: identifier)
             }
             self.statistics.framesWritten += count
-            channel.writeAndFlush(buffer, promise: nil)
+            let core = NIOLoopBound(self, eventLoop: self.eventLoop)
+            channel.writeAndFlush(buffer).whenSuccess { core.value.lastWriteCompleted = .now() }
             self.resumeWaiters()
         }
         if self.cycle.roundIsFull(unconfirmed: self.window.count) {
@@ -376,22 +379,29 @@ final class BinarySenderCore {
         }
     }
 
-    /// The connection takes no bytes: if it still takes none after the proof timeout while frames
-    /// are unconfirmed, it is given up like an unanswered sentinel (a gateway that stopped reading
-    /// would otherwise hold them for ever; no sentinel can go out behind them).
+    /// The connection takes no bytes: if no batch has left for the kernel for the proof timeout
+    /// while frames are unconfirmed, it is given up like an unanswered sentinel (a gateway that
+    /// stopped reading would otherwise hold them for ever; no sentinel can go out behind them).
     private func watchForStall(generation: Int) {
         guard self.stallTimer == nil, !self.window.isEmpty else { return }
         let core = NIOLoopBound(self, eventLoop: self.eventLoop)
-        self.stallTimer = self.eventLoop.scheduleTask(in: self.proofTimeout) {
+        self.stallTimer = self.eventLoop.scheduleTask(deadline: max(self.lastWriteCompleted, .now()) + self.proofTimeout) {
             let core = core.value
             core.stallTimer = nil
             guard core.cycle.writingGeneration == generation, let channel = core.channel, !channel.isWritable, !core.window.isEmpty else { return }
+            guard NIODeadline.now() >= core.lastWriteCompleted + core.proofTimeout else {
+                core.watchForStall(generation: generation)  // the gateway read a batch meanwhile
+                return
+            }
             core.statistics.confirmationTimeouts += 1
             core.metrics.requestTimeouts.increment()
             core.logger.warning(
                 "the binary gateway takes no bytes; closing the connection and writing its unconfirmed frames again",
                 metadata: ["timeout_ms": "\(core.proofTimeout.nanoseconds / 1_000_000)", "frames": "\(core.window.count)"]
             )
+            core.proofTimeout = min(core.proofTimeout * 2, core.configuration.confirmationTimeout * 8)
+            // Nothing more is written to it while its TLS shutdown waits for a peer that reads nothing.
+            core.channel = nil
             channel.close(promise: nil)  // connectionClosed re-queues the window
         }
     }

@@ -44,9 +44,11 @@ public struct BinaryConnectionCycle: Sendable {
     private var generation = 0
     /// Consecutive connections that ended before proving any progress.
     public private(set) var failedAttempts = 0
-    /// Frames to write before the next proof: halved after a rejection, doubled after a clean
-    /// proof, between one batch and `confirmEvery`. Everything written after a bad frame is lost
-    /// work, so when bad tokens are frequent the sender asks for proof sooner.
+    /// Frames to write before the next proof: halved after a rejection (not below one batch),
+    /// halved after a round whose fate stayed unknown (down to one frame), doubled after a clean
+    /// proof, up to `confirmEvery`. Everything written after a bad frame is lost work, so when bad
+    /// tokens are frequent the sender asks for proof sooner; and a frame that makes the gateway
+    /// drop its connection every time ends up in a round of its own, where it fails alone.
     public private(set) var roundLimit: Int
     /// Measures rounds and pauses: how many frames a connection should have on hand.
     public private(set) var pacer: BinaryRoundPacer
@@ -147,13 +149,24 @@ public struct BinaryConnectionCycle: Sendable {
     /// window, whether it rejected a notification (not the sentinel), and how many frames it left
     /// unproven. A rejection halves the next round, a clean proof doubles it, and a matched
     /// identifier proves the connection worked.
+    /// An identifier that names no frame leaves the round's fate unknown, as a silent close does:
+    /// a failed attempt, and a smaller round.
     public mutating func settled(identifierMatched: Bool, rejectedNotification: Bool, resent: Int) {
+        guard identifierMatched else {
+            self.unknownRound()
+            return
+        }
         if rejectedNotification {
             self.roundLimit = max(self.batchSize, self.roundLimit / 2)
-        } else if identifierMatched && resent == 0 {
+        } else if resent == 0 {
             self.roundLimit = min(self.confirmEvery, self.roundLimit * 2)
         }
-        if identifierMatched { self.failedAttempts = 0 }
+        self.failedAttempts = 0
+    }
+
+    private mutating func unknownRound() {
+        self.failedAttempts += 1
+        self.roundLimit = max(1, self.roundLimit / 2)
     }
 
     /// Whether the proof awaited from `generation` is overdue: close the connection.
@@ -169,7 +182,7 @@ public struct BinaryConnectionCycle: Sendable {
             self.failedAttempts += 1
             close = .failedToConnect
         case .writing(generation), .awaitingProof(generation):
-            if unconfirmed > 0 { self.failedAttempts += 1 }
+            if unconfirmed > 0 { self.unknownRound() }
             close = .lost
         case .closing(generation):
             close = .afterErrorResponse
