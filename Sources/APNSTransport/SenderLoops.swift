@@ -120,10 +120,10 @@ extension HTTP2Sender {
 }
 
 extension FeedbackClient {
-    /// Connects to `host:port` on one of `loops`' loops, reads all tuples and returns them in the
-    /// order sent. The service gets 30 seconds.
+    /// Connects to `host:port` on one of `loops`' loops and reads all tuples. The service gets 30
+    /// seconds.
     /// - Throws: ``TransportError`` if the service cannot be reached or the TLS handshake fails.
-    public static func fetch(host: String, port: Int, tls: ClientTLS, serverHostname: String? = nil, on loops: SenderLoops) async throws -> [FeedbackTuple] {
+    public static func fetch(host: String, port: Int, tls: ClientTLS, serverHostname: String? = nil, on loops: SenderLoops) async throws -> Read {
         try await self.fetch(host: host, port: port, tls: tls, serverHostname: serverHostname, eventLoop: loops.next())
     }
 }

@@ -2,12 +2,13 @@
 /// outcome. Messages name the host and port, or the file, never a secret.
 public struct TransportError: Error, Hashable, Sendable, CustomStringConvertible {
     public struct Code: Hashable, Sendable, CustomStringConvertible {
-        private enum Base: String, Hashable, Sendable { case unusableCredential, connectionFailed, senderClosed }
+        private enum Base: String, Hashable, Sendable { case unusableCredential, connectionFailed, senderClosed, incompleteRead }
         private let base: Base
         private init(_ base: Base) { self.base = base }
         public static let unusableCredential = Self(.unusableCredential)
         public static let connectionFailed = Self(.connectionFailed)
         public static let senderClosed = Self(.senderClosed)
+        public static let incompleteRead = Self(.incompleteRead)
         public var description: String { self.base.rawValue }
     }
 
@@ -26,6 +27,10 @@ public struct TransportError: Error, Hashable, Sendable, CustomStringConvertible
 
     static func connectionFailed(host: String, port: Int, underlying: Any, file: String = #fileID, line: Int = #line) -> Self {
         Self(code: .connectionFailed, message: "cannot connect to \(host):\(port): \(underlying)", file: file, line: line)
+    }
+
+    static func incompleteRead(host: String, port: Int, what: String, underlying: Any, file: String = #fileID, line: Int = #line) -> Self {
+        Self(code: .incompleteRead, message: "the read of \(what) at \(host):\(port) ended early: \(underlying)", file: file, line: line)
     }
 
     static func senderClosed(host: String, port: Int, file: String = #fileID, line: Int = #line) -> Self {

@@ -214,9 +214,14 @@ public final class CoordinatorService: Sendable {
     private func pollFeedback() async {
         for source in self.configuration.feedback {
             do {
-                let tuples = try await FeedbackClient.fetch(
+                let read = try await FeedbackClient.fetch(
                     host: source.host, port: source.port, tls: source.tls, serverHostname: source.serverHostname, on: .shared
                 )
+                if let failure = read.failure {
+                    // The tuples read before it are applied all the same: the service has forgotten them.
+                    self.logger.warning("the feedback service's answer ended early", metadata: ["error": "\(failure)", "tuples": "\(read.tuples.count)"])
+                }
+                let tuples = read.tuples
                 guard !tuples.isEmpty else { continue }
                 try await self.store.markTokens(
                     tuples.map { (token: $0.token, status: .unregistered, reason: .unregistered, since: Date(timeIntervalSince1970: TimeInterval($0.timestamp))) },

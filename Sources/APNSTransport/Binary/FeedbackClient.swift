@@ -1,14 +1,24 @@
 public import APNSWire
 public import NIOCore
+import NIOConcurrencyHelpers
 import NIOPosix
 import NIOSSL
 import NIOTLS
 
 /// Reads the feedback service of the binary protocol: connect with the provider certificate, read
 /// every tuple until the service closes. The service forgets what it sent, so call this once per
-/// poll and keep the result.
+/// poll and keep the result, all of it: the tuples read before a failure included.
 public enum FeedbackClient {
-    /// Connects to `host:port`, reads all tuples and returns them in the order sent.
+    /// What one read of the service gave.
+    public struct Read: Sendable {
+        /// Every tuple read whole, in the order sent.
+        public var tuples: [FeedbackTuple]
+        /// What ended the read before the service closed, if anything did (a malformed or cut
+        /// tuple, a lost connection, the timeout); ``tuples`` holds what came before it.
+        public var failure: TransportError?
+    }
+
+    /// Connects to `host:port` and reads all tuples.
     /// - Throws: ``TransportError`` if the service cannot be reached or the TLS handshake fails.
     public static func fetch(
         host: String,
@@ -17,11 +27,13 @@ public enum FeedbackClient {
         serverHostname: String? = nil,
         timeout: TimeAmount = .seconds(30),
         eventLoop: any EventLoop
-    ) async throws -> [FeedbackTuple] {
+    ) async throws -> Read {
         let sslContext = try NIOSSLContext(configuration: try tls.makeConfiguration())
         let hostname = serverHostname ?? host
         let isIPAddress = (try? SocketAddress(ipAddress: hostname, port: 0)) != nil
-        let done = eventLoop.makePromise(of: [FeedbackTuple].self)
+        let done = eventLoop.makePromise(of: Read.self)
+        let timedOut = NIOLockedValueBox(false)
+        let describe: @Sendable (String) -> TransportError = { cause in TransportError.incompleteRead(host: host, port: port, what: "the feedback service", underlying: cause) }
         do {
             let channel = try await ClientBootstrap(group: eventLoop)
                 .connectTimeout(.seconds(10))
@@ -31,12 +43,20 @@ public enum FeedbackClient {
                             try NIOSSLClientHandler(context: sslContext, serverHostname: isIPAddress ? nil : hostname)
                         )
                         try channel.pipeline.syncOperations.addHandler(ByteToMessageHandler(FeedbackTupleDecoder()))
-                        try channel.pipeline.syncOperations.addHandler(TupleCollector(promise: done))
+                        try channel.pipeline.syncOperations.addHandler(
+                            TupleCollector(promise: done) { error in
+                                if let error { return describe("\(error)") }
+                                return timedOut.withLockedValue { $0 } ? describe("still sending after \(timeout.nanoseconds / 1_000_000_000) s") : nil
+                            }
+                        )
                     }
                 }
                 .connect(host: host, port: port)
                 .get()
-            let timer = eventLoop.scheduleTask(in: timeout) { channel.close(promise: nil) }
+            let timer = eventLoop.scheduleTask(in: timeout) {
+                timedOut.withLockedValue { $0 = true }
+                channel.close(promise: nil)
+            }
             defer { timer.cancel() }
             return try await done.futureResult.get()
         } catch let error as TransportError {
@@ -47,13 +67,19 @@ public enum FeedbackClient {
         }
     }
 
+    /// Keeps every tuple, and at the close hands them over with what ended the read early, if
+    /// anything did (`failure` turns the error, or none, into the read's failure).
     private final class TupleCollector: ChannelInboundHandler {
         typealias InboundIn = FeedbackTuple
-        private let promise: EventLoopPromise<[FeedbackTuple]>
+        private let promise: EventLoopPromise<Read>
+        private let failure: ((any Error)?) -> TransportError?
         private var tuples: [FeedbackTuple] = []
         private var error: (any Error)?
 
-        init(promise: EventLoopPromise<[FeedbackTuple]>) { self.promise = promise }
+        init(promise: EventLoopPromise<Read>, failure: @escaping ((any Error)?) -> TransportError?) {
+            self.promise = promise
+            self.failure = failure
+        }
 
         func channelRead(context: ChannelHandlerContext, data: NIOAny) {
             self.tuples.append(self.unwrapInboundIn(data))
@@ -67,11 +93,7 @@ public enum FeedbackClient {
         }
 
         func channelInactive(context: ChannelHandlerContext) {
-            if let error = self.error {
-                self.promise.fail(error)
-            } else {
-                self.promise.succeed(self.tuples)
-            }
+            self.promise.succeed(Read(tuples: self.tuples, failure: self.failure(self.error)))
         }
     }
 }
