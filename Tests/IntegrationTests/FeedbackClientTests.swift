@@ -46,9 +46,20 @@ import Testing
         #expect(read.failure == nil)
     }
 
+    /// A service whose certificate the client does not trust: nothing is read, and that is a
+    /// failure to connect, not an empty answer.
+    @Test func aFailedHandshakeIsAnError() async throws {
+        var bytes = ByteBuffer()
+        Self.tuple(1).write(into: &bytes)
+        let error = await #expect(throws: TransportError.self) {
+            _ = try await Self.fetch(from: bytes, trusting: [try TestCertificates.shared().clientCertificate])
+        }
+        #expect(error?.code == .connectionFailed)
+    }
+
     /// Serves `bytes` once over TLS on loopback, as the feedback service does (write, close), and
     /// reads them with the client.
-    static func fetch(from bytes: ByteBuffer) async throws -> FeedbackClient.Read {
+    static func fetch(from bytes: ByteBuffer, trusting roots: [String]? = nil) async throws -> FeedbackClient.Read {
         let certificates = try TestCertificates.shared()
         let tls = TLSConfiguration.makeServerConfiguration(
             certificateChain: try NIOSSLCertificate.fromPEMFile(certificates.serverCertificate).map { .certificate($0) },
@@ -66,7 +77,7 @@ import Testing
             .get()
         defer { server.close(promise: nil) }
         return try await FeedbackClient.fetch(
-            host: "127.0.0.1", port: server.localAddress!.port!, tls: .noClientCertificate(trusting: [certificates.caCertificate]),
+            host: "127.0.0.1", port: server.localAddress!.port!, tls: .noClientCertificate(trusting: roots ?? [certificates.caCertificate]),
             serverHostname: "localhost", eventLoop: MultiThreadedEventLoopGroup.singleton.next()
         )
     }

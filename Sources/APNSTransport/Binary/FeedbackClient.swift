@@ -68,17 +68,24 @@ public enum FeedbackClient {
     }
 
     /// Keeps every tuple, and at the close hands them over with what ended the read early, if
-    /// anything did (`failure` turns the error, or none, into the read's failure).
+    /// anything did (`failure` turns the error, or none, into the read's failure). A connection
+    /// that never completed its TLS handshake read nothing: that is a failure to connect.
     private final class TupleCollector: ChannelInboundHandler {
         typealias InboundIn = FeedbackTuple
         private let promise: EventLoopPromise<Read>
         private let failure: ((any Error)?) -> TransportError?
         private var tuples: [FeedbackTuple] = []
         private var error: (any Error)?
+        private var handshakeCompleted = false
 
         init(promise: EventLoopPromise<Read>, failure: @escaping ((any Error)?) -> TransportError?) {
             self.promise = promise
             self.failure = failure
+        }
+
+        func userInboundEventTriggered(context: ChannelHandlerContext, event: Any) {
+            if let event = event as? TLSUserEvent, case .handshakeCompleted = event { self.handshakeCompleted = true }
+            context.fireUserInboundEventTriggered(event)
         }
 
         func channelRead(context: ChannelHandlerContext, data: NIOAny) {
@@ -93,6 +100,10 @@ public enum FeedbackClient {
         }
 
         func channelInactive(context: ChannelHandlerContext) {
+            guard self.handshakeCompleted else {
+                self.promise.fail(self.error ?? ClosedDuringHandshake())
+                return
+            }
             self.promise.succeed(Read(tuples: self.tuples, failure: self.failure(self.error)))
         }
     }

@@ -36,19 +36,21 @@ public struct BinaryConnectionCycle: Sendable {
 
     /// Delays between connections that ended before proving progress.
     public let backoff: Backoff
-    /// Most frames in one round, and the fewest (one batch).
+    /// Most frames in one round.
     public let confirmEvery: Int
+    /// The fewest frames a rejection leaves a round (a round of unknown fate goes below it).
     public let batchSize: Int
 
     public private(set) var state = State.idle
     private var generation = 0
     /// Consecutive connections that ended before proving any progress.
     public private(set) var failedAttempts = 0
-    /// Frames to write before the next proof: halved after a rejection (not below one batch),
-    /// halved after a round whose fate stayed unknown (down to one frame), doubled after a clean
-    /// proof, up to `confirmEvery`. Everything written after a bad frame is lost work, so when bad
-    /// tokens are frequent the sender asks for proof sooner; and a frame that makes the gateway
-    /// drop its connection every time ends up in a round of its own, where it fails alone.
+    /// Frames to write before the next proof: halved after a rejection (not below one batch, nor
+    /// above what it was), an eighth after a round whose fate stayed unknown (down to one frame),
+    /// doubled after a clean proof, up to `confirmEvery`. Everything written after a bad frame is
+    /// lost work, so when bad tokens are frequent the sender asks for proof sooner; and a frame
+    /// that makes the gateway drop its connection every time is soon in a small round, while the
+    /// rounds without it are proven.
     public private(set) var roundLimit: Int
     /// Measures rounds and pauses: how many frames a connection should have on hand.
     public private(set) var pacer: BinaryRoundPacer
@@ -157,7 +159,7 @@ public struct BinaryConnectionCycle: Sendable {
             return
         }
         if rejectedNotification {
-            self.roundLimit = max(self.batchSize, self.roundLimit / 2)
+            self.roundLimit = min(self.roundLimit, max(self.batchSize, self.roundLimit / 2))
         } else if resent == 0 {
             self.roundLimit = min(self.confirmEvery, self.roundLimit * 2)
         }
@@ -166,7 +168,7 @@ public struct BinaryConnectionCycle: Sendable {
 
     private mutating func unknownRound() {
         self.failedAttempts += 1
-        self.roundLimit = max(1, self.roundLimit / 2)
+        self.roundLimit = max(1, self.roundLimit / 8)
     }
 
     /// Whether the proof awaited from `generation` is overdue: close the connection.
