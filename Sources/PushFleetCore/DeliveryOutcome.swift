@@ -14,6 +14,20 @@ public enum DeliveryOutcome: Hashable, Sendable {
     /// outlasted the retries): not the token's outcome. The notification stays unsent.
     case refused(tag: UInt64, token: DeviceToken, ProviderRefusal)
 
+    /// The final outcome of a notification that got no answer on any of its attempts (`reason`:
+    /// ``RejectionReason/streamReset`` or ``RejectionReason/connectionLost``), by whether APNs
+    /// answered others since its first miss, as both protocols' senders decide it:
+    /// - yes: the gateway works and this one never gets an answer (a header it will not take, a
+    ///   request that makes it drop the connection): rejected alone, the token unharmed. Pausing
+    ///   the campaign instead would resume it into the same request, again and again.
+    /// - no: the gateway answers nothing (it hangs, it drops every connection): refused as an
+    ///   outage, which pauses a campaign until APNs heals. Nothing is lost.
+    public static func unanswered(tag: UInt64, token: DeviceToken, _ reason: RejectionReason, othersAnswered: Bool) -> Self {
+        othersAnswered
+            ? .rejected(tag: tag, Rejection(token: token, reason: reason))
+            : .refused(tag: tag, token: token, ProviderRefusal(reason: reason, status: 0, isOutage: true))
+    }
+
     /// The tag the notification was given by its sender's caller.
     public var tag: UInt64 {
         switch self {

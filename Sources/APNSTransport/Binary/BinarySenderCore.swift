@@ -54,10 +54,9 @@ final class BinarySenderCore {
     private var writeDeadline: ContinuousClock.Instant?
     private var lingerTimer: Scheduled<Void>?
     private var proofTimer: Scheduled<Void>?
-    /// Armed while the connection takes no bytes (not writable) with frames unconfirmed.
+    /// Armed while the connection takes no bytes (not writable: with the one-byte watermark, the
+    /// last batch has not left for the kernel) with frames unconfirmed; writability cancels it.
     private var stallTimer: Scheduled<Void>?
-    /// When a batch last left for the kernel whole: the gateway is reading.
-    private var lastWriteCompleted = NIODeadline.now()
     /// How long the next sentinel's answer is awaited: the configured time, doubled after each
     /// timeout (up to 8 times), so that a gateway slower than the configuration is still proven.
     private var proofTimeout: TimeAmount
@@ -266,11 +265,12 @@ final class BinarySenderCore {
         }
         if !outcomes.isEmpty { self.events.yield(outcomes) }
         self.requeue(resend)
+        // The window is settled, so the connection ends in the cycle now, before its close (which is
+        // then about an older generation): a gateway that leaves it open would otherwise hold every
+        // round for NIOSSL's shutdown timeout (5 s).
+        if self.cycle.closed(generation: generation, unconfirmed: 0) == .afterErrorResponse { self.metrics.connections.decrement() }
         self.channel?.close(promise: nil)
         self.channel = nil
-        // The window is settled, so the next connection need not wait for this one's close: a
-        // gateway that leaves it open would hold every round for NIOSSL's shutdown timeout (5 s).
-        if self.cycle.closed(generation: generation, unconfirmed: 0) == .afterErrorResponse { self.metrics.connections.decrement() }
         self.connectIfNeeded()
         self.resumeWaiters()
     }
@@ -301,8 +301,8 @@ final class BinarySenderCore {
                 if !outcomes.isEmpty { self.events.yield(outcomes) }
             }
         case .afterErrorResponse:
-            // Not reached: the error response already settled the window and ended the connection
-            // in the cycle (its close is then about an older generation).
+            // Not reached from here: ``errorResponse(_:generation:)`` ends the connection in the
+            // cycle before it closes it.
             self.metrics.connections.decrement()
         }
         self.channel = nil
@@ -345,8 +345,7 @@ final class BinarySenderCore {
                 self.window.written(pending, identifier: identifier)
             }
             self.statistics.framesWritten += count
-            let core = NIOLoopBound(self, eventLoop: self.eventLoop)
-            channel.writeAndFlush(buffer).whenSuccess { core.value.lastWriteCompleted = .now() }
+            channel.writeAndFlush(buffer, promise: nil)
             self.resumeWaiters()
         }
         if self.cycle.roundIsFull(unconfirmed: self.window.count) {
@@ -379,27 +378,23 @@ final class BinarySenderCore {
         }
     }
 
-    /// The connection takes no bytes: if no batch has left for the kernel for the proof timeout
-    /// while frames are unconfirmed, it is given up like an unanswered sentinel (a gateway that
-    /// stopped reading would otherwise hold them for ever; no sentinel can go out behind them).
+    /// The connection takes no bytes: if it stays unwritable for the proof timeout while frames
+    /// are unconfirmed, it is given up like an unanswered sentinel (a gateway that stopped reading
+    /// would otherwise hold them for ever; no sentinel can go out behind them).
     private func watchForStall(generation: Int) {
         guard self.stallTimer == nil, !self.window.isEmpty else { return }
         let core = NIOLoopBound(self, eventLoop: self.eventLoop)
-        self.stallTimer = self.eventLoop.scheduleTask(deadline: max(self.lastWriteCompleted, .now()) + self.proofTimeout) {
+        self.stallTimer = self.eventLoop.scheduleTask(in: self.proofTimeout) {
             let core = core.value
             core.stallTimer = nil
             guard core.cycle.writingGeneration == generation, let channel = core.channel, !channel.isWritable, !core.window.isEmpty else { return }
-            guard NIODeadline.now() >= core.lastWriteCompleted + core.proofTimeout else {
-                core.watchForStall(generation: generation)  // the gateway read a batch meanwhile
-                return
-            }
             core.statistics.confirmationTimeouts += 1
             core.metrics.requestTimeouts.increment()
             core.logger.warning(
                 "the binary gateway takes no bytes; closing the connection and writing its unconfirmed frames again",
                 metadata: ["timeout_ms": "\(core.proofTimeout.nanoseconds / 1_000_000)", "frames": "\(core.window.count)"]
             )
-            core.proofTimeout = min(core.proofTimeout * 2, core.configuration.confirmationTimeout * 8)
+            core.waitLonger()
             // Nothing more is written to it while its TLS shutdown waits for a peer that reads nothing.
             core.channel = nil
             channel.close(promise: nil)  // connectionClosed re-queues the window
@@ -424,9 +419,14 @@ final class BinarySenderCore {
             "no answer to the sentinel frame; closing the connection and writing its unconfirmed frames again",
             metadata: ["timeout_ms": "\(self.proofTimeout.nanoseconds / 1_000_000)"]
         )
-        // The gateway may just be slower than the timeout: the next round waits longer.
-        self.proofTimeout = min(self.proofTimeout * 2, self.configuration.confirmationTimeout * 8)
+        self.waitLonger()
         channel.close(promise: nil)  // connectionClosed re-queues the window
+    }
+
+    /// The gateway may just be slower than the timeout: the next wait is twice as long, up to 8
+    /// times the configured one (a proof brings it back).
+    private func waitLonger() {
+        self.proofTimeout = min(self.proofTimeout * 2, self.configuration.confirmationTimeout * 8)
     }
 
     private func takeIdentifier() -> UInt32 {
@@ -436,13 +436,9 @@ final class BinarySenderCore {
     }
 
     /// Counts a miss for each of `frames`, whose fate is unknown, and returns those with attempts
-    /// left, to be written again. One out of attempts has its final outcome in `outcomes`, by
-    /// whether rounds were proven since its first miss:
-    /// - yes: the gateway works and this frame never gets through (it makes the gateway drop the
-    ///   connection, say): rejected alone, `ConnectionLost`, the token unharmed. Frames that shared
-    ///   its rounds every time share its fate.
-    /// - no: the gateway proves nothing (it hangs, it drops every connection): an outage, which
-    ///   pauses a campaign until APNs heals. Nothing is lost.
+    /// left, to be written again. One out of attempts has its final outcome in `outcomes`
+    /// (``DeliveryOutcome/unanswered(tag:token:_:othersAnswered:)``, "others answered" being
+    /// rounds proven since its first miss); frames that shared its rounds every time share it.
     private func missedAnswers(_ frames: [Pending], into outcomes: inout [DeliveryOutcome]) -> [Pending] {
         var again: [Pending] = []
         again.reserveCapacity(frames.count)
@@ -454,13 +450,10 @@ final class BinarySenderCore {
                 again.append(pending)
                 continue
             }
-            let (token, tag) = (pending.notification.token, pending.notification.tag)
             self.statistics.rejected += 1
-            if self.proven != since {
-                outcomes.append(.rejected(tag: tag, Rejection(token: token, reason: .connectionLost)))
-            } else {
-                outcomes.append(.refused(tag: tag, token: token, ProviderRefusal(reason: .connectionLost, status: 0, isOutage: true)))
-            }
+            outcomes.append(
+                .unanswered(tag: pending.notification.tag, token: pending.notification.token, .connectionLost, othersAnswered: self.proven != since)
+            )
         }
         return again
     }

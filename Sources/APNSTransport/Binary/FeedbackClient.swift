@@ -31,9 +31,9 @@ public enum FeedbackClient {
         let sslContext = try NIOSSLContext(configuration: try tls.makeConfiguration())
         let hostname = serverHostname ?? host
         let isIPAddress = (try? SocketAddress(ipAddress: hostname, port: 0)) != nil
-        let done = eventLoop.makePromise(of: Read.self)
+        let done = eventLoop.makePromise(of: TupleCollector.Collected.self)
         let timedOut = NIOLockedValueBox(false)
-        let describe: @Sendable (String) -> TransportError = { cause in TransportError.incompleteRead(host: host, port: port, what: "the feedback service", underlying: cause) }
+        let collected: TupleCollector.Collected
         do {
             let channel = try await ClientBootstrap(group: eventLoop)
                 .connectTimeout(.seconds(10))
@@ -43,12 +43,7 @@ public enum FeedbackClient {
                             try NIOSSLClientHandler(context: sslContext, serverHostname: isIPAddress ? nil : hostname)
                         )
                         try channel.pipeline.syncOperations.addHandler(ByteToMessageHandler(FeedbackTupleDecoder()))
-                        try channel.pipeline.syncOperations.addHandler(
-                            TupleCollector(promise: done) { error in
-                                if let error { return describe("\(error)") }
-                                return timedOut.withLockedValue { $0 } ? describe("still sending after \(timeout.nanoseconds / 1_000_000_000) s") : nil
-                            }
-                        )
+                        try channel.pipeline.syncOperations.addHandler(TupleCollector(promise: done))
                     }
                 }
                 .connect(host: host, port: port)
@@ -58,30 +53,36 @@ public enum FeedbackClient {
                 channel.close(promise: nil)
             }
             defer { timer.cancel() }
-            return try await done.futureResult.get()
+            collected = try await done.futureResult.get()
         } catch let error as TransportError {
             throw error
         } catch {
             done.fail(error)
             throw TransportError.connectionFailed(host: host, port: port, underlying: error)
         }
+        let cause = collected.error.map { "\($0)" } ?? (timedOut.withLockedValue { $0 } ? "still sending after \(timeout.nanoseconds / 1_000_000_000) s" : nil)
+        return Read(
+            tuples: collected.tuples,
+            failure: cause.map { TransportError.incompleteRead(host: host, port: port, what: "the feedback service", underlying: $0) }
+        )
     }
 
-    /// Keeps every tuple, and at the close hands them over with what ended the read early, if
-    /// anything did (`failure` turns the error, or none, into the read's failure). A connection
-    /// that never completed its TLS handshake read nothing: that is a failure to connect.
+    /// Keeps every tuple, and at the close hands them over with the error that ended the read
+    /// early, if one did. A connection that never completed its TLS handshake read nothing: that
+    /// is a failure to connect.
     private final class TupleCollector: ChannelInboundHandler {
         typealias InboundIn = FeedbackTuple
-        private let promise: EventLoopPromise<Read>
-        private let failure: ((any Error)?) -> TransportError?
+        struct Collected: Sendable {
+            var tuples: [FeedbackTuple]
+            var error: (any Error)?
+        }
+
+        private let promise: EventLoopPromise<Collected>
         private var tuples: [FeedbackTuple] = []
         private var error: (any Error)?
         private var handshakeCompleted = false
 
-        init(promise: EventLoopPromise<Read>, failure: @escaping ((any Error)?) -> TransportError?) {
-            self.promise = promise
-            self.failure = failure
-        }
+        init(promise: EventLoopPromise<Collected>) { self.promise = promise }
 
         func userInboundEventTriggered(context: ChannelHandlerContext, event: Any) {
             if let event = event as? TLSUserEvent, case .handshakeCompleted = event { self.handshakeCompleted = true }
@@ -104,7 +105,7 @@ public enum FeedbackClient {
                 self.promise.fail(self.error ?? ClosedDuringHandshake())
                 return
             }
-            self.promise.succeed(Read(tuples: self.tuples, failure: self.failure(self.error)))
+            self.promise.succeed(Collected(tuples: self.tuples, error: self.error))
         }
     }
 }

@@ -546,8 +546,7 @@ final class HTTP2SenderCore {
 
     /// Sends the streams a closed connection left unanswered again, at once (reconnecting paces
     /// them), each counted as an attempt: a request that makes the gateway drop the connection (or
-    /// never answers it) must not go round forever. One whose attempts are used up pauses the
-    /// campaign as an outage.
+    /// never answers it) must not go round forever.
     private func connectionLost(_ lost: [Pending]) {
         // Each possibly delivered: counted as a possible duplicate, whether it goes again here or
         // (its attempts used up, the campaign paused) after the resume.
@@ -566,25 +565,13 @@ final class HTTP2SenderCore {
 
     /// Counts an attempt of `pending` that got no answer (`reason`: ``RejectionReason/streamReset``
     /// or ``RejectionReason/connectionLost``). - Returns: true if it has attempts left; otherwise
-    /// it has its final outcome, by whether APNs answered anything since it first went unanswered:
-    /// - yes: the gateway works and this request never gets an answer (a header it will not take,
-    ///   a request that makes it drop the connection): a rejection of this notification alone,
-    ///   `reason`, the token unharmed. Pausing the campaign instead would resume it into the same
-    ///   request, again and again.
-    /// - no: the gateway answers nothing (it hangs, it drops every connection): an outage, which
-    ///   pauses the campaign until APNs heals, as repeated 5xx answers do. Nothing is lost.
+    /// it has its final outcome (``DeliveryOutcome/unanswered(tag:token:_:othersAnswered:)``).
     private func missedAnswer(_ pending: inout Pending, _ reason: RejectionReason) -> Bool {
         pending.failures += 1
         let since = pending.answersAtFirstMiss ?? self.answersRead
         pending.answersAtFirstMiss = since
         guard pending.failures >= self.configuration.maximumAttempts else { return true }
-        let token = pending.notification.token
-        let tag = pending.notification.tag
-        if self.answersRead != since {
-            self.finish(.rejected(tag: tag, Rejection(token: token, reason: reason)))
-        } else {
-            self.finish(.refused(tag: tag, token: token, ProviderRefusal(reason: reason, status: 0, isOutage: true)))
-        }
+        self.finish(.unanswered(tag: pending.notification.tag, token: pending.notification.token, reason, othersAnswered: self.answersRead != since))
         return false
     }
 
