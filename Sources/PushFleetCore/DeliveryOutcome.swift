@@ -47,13 +47,21 @@ public struct ProviderRefusal: Hashable, Sendable, CustomStringConvertible {
     /// APNs itself failed (5xx, 429 past the retries): it heals without anyone changing anything.
     /// Otherwise only an operator can put it right.
     public var isOutage: Bool
+    /// What went wrong, for people, when no answer came: the gateway and its error
+    /// (`127.0.0.1:2197 sent TLS alert TLSV1_ALERT_UNKNOWN_CA`).
+    public var detail: String?
 
-    public init(reason: RejectionReason, status: Int, isOutage: Bool) {
+    public init(reason: RejectionReason, status: Int, isOutage: Bool, detail: String? = nil) {
         self.reason = reason
         self.status = status
         self.isOutage = isOutage
+        self.detail = detail
     }
 
-    /// `InvalidProviderToken (HTTP 403)`; `StreamReset (no HTTP answer)`.
-    public var description: String { self.status == 0 ? "\(self.reason) (no HTTP answer)" : "\(self.reason) (HTTP \(self.status))" }
+    /// `InvalidProviderToken (HTTP 403)`; `StreamReset (no HTTP answer)`;
+    /// `TLSFailure (no HTTP answer: api.push.apple.com:443 sent TLS alert …)`.
+    public var description: String {
+        guard self.status == 0 else { return "\(self.reason) (HTTP \(self.status))" }
+        return "\(self.reason) (no HTTP answer" + (self.detail.map { ": \($0))" } ?? ")")
+    }
 }

@@ -63,6 +63,11 @@ public struct RejectionReason: RawRepresentable, Hashable, Sendable, CustomStrin
     // its stream was reset, or its connection ended with it in flight.
     public static let streamReset = Self("StreamReset")
     public static let connectionLost = Self("ConnectionLost")
+    // PushFleet's own, for the notifications waiting when connections kept failing (both
+    // protocols): TLS failed (a certificate refused, by either side), or the gateway could not be
+    // reached at all.
+    public static let tlsFailure = Self("TLSFailure")
+    public static let cannotConnect = Self("CannotConnect")
 
     /// What a reason is about, and so what may follow from it.
     public enum Subject: Hashable, Sendable {
@@ -89,9 +94,9 @@ public struct RejectionReason: RawRepresentable, Hashable, Sendable, CustomStrin
             return .notification
         case .badTopic, .missingTopic, .topicDisallowed, .invalidPushType, .badCertificate, .badCertificateEnvironment,
             .expiredProviderToken, .forbidden, .invalidProviderToken, .missingProviderToken, .unrelatedKeyIdInToken,
-            .tooManyProviderTokenUpdates, .badPath, .methodNotAllowed, .invalidTopicSize:
+            .tooManyProviderTokenUpdates, .badPath, .methodNotAllowed, .invalidTopicSize, .tlsFailure:
             return .provider
-        case .internalServerError, .serviceUnavailable, .shutdown, .tooManyRequests, .idleTimeout, .processingError:
+        case .internalServerError, .serviceUnavailable, .shutdown, .tooManyRequests, .idleTimeout, .processingError, .cannotConnect:
             return .apns
         default:
             return .unknown

@@ -127,22 +127,27 @@ struct PipelineFixture {
         return try #require(UUID(uuidString: result.output.split(separator: "\n").last.map(String.init) ?? ""), "launch printed \(result.output)")
     }
 
-    /// Starts a worker against the fixture's simulator, or against `gateway`.
+    /// Starts a worker against the fixture's simulator, or against `gateway`, or on `port` of
+    /// loopback; `tls` replaces the fixture's ``tlsArguments``.
     func startWorker(
-        connections: Int = 4, shardsPerConnection: Int = 4, leaseMilliseconds: Int = 3_000, gateway: BinaryFixture? = nil, extra: [String] = []
+        connections: Int = 4, shardsPerConnection: Int = 4, leaseMilliseconds: Int = 3_000, gateway: BinaryFixture? = nil, port: Int? = nil,
+        tls: [String]? = nil, extra: [String] = []
     ) throws -> PushFleetProcess {
         try self.spawn(
-            ["worker", "--topic", self.topic, "--protocol", "binary", "--endpoint", "127.0.0.1:\((gateway ?? self.mock).binaryPort)",
+            ["worker", "--topic", self.topic, "--protocol", "binary", "--endpoint", "127.0.0.1:\(port ?? (gateway ?? self.mock).binaryPort)",
              "--connections", "\(connections)",
-             "--shards-per-connection", "\(shardsPerConnection)", "--lease-ms", "\(leaseMilliseconds)"] + extra + self.tlsArguments + self.stateArguments
+             "--shards-per-connection", "\(shardsPerConnection)", "--lease-ms", "\(leaseMilliseconds)"] + extra + (tls ?? self.tlsArguments)
+                + self.stateArguments
         )
     }
 
     enum HTTP2Authentication { case providerToken, certificate }
 
-    /// Starts an HTTP/2 worker against the fixture's simulator.
+    /// Starts an HTTP/2 worker against the fixture's simulator, or on `port` of loopback; with
+    /// certificate authentication `tls` replaces the fixture's ``tlsArguments``.
     func startHTTP2Worker(
-        _ authentication: HTTP2Authentication, connections: Int = 2, teamID: String = BinaryFixture.teamID, extra: [String] = []
+        _ authentication: HTTP2Authentication, connections: Int = 2, teamID: String = BinaryFixture.teamID, port: Int? = nil,
+        tls: [String]? = nil, extra: [String] = []
     ) throws -> PushFleetProcess {
         let certificates = self.mock.certificates
         let credentials: [String]
@@ -151,10 +156,10 @@ struct PipelineFixture {
             credentials = ["--ca", certificates.caCertificate, "--auth-key", certificates.authKey,
                            "--key-id", BinaryFixture.keyID, "--team-id", teamID]
         case .certificate:
-            credentials = self.tlsArguments
+            credentials = tls ?? self.tlsArguments
         }
         return try self.spawn(
-            ["worker", "--topic", self.topic, "--endpoint", "127.0.0.1:\(self.mock.ports.http2!)", "--connections", "\(connections)",
+            ["worker", "--topic", self.topic, "--endpoint", "127.0.0.1:\(port ?? self.mock.ports.http2!)", "--connections", "\(connections)",
              "--connection-spacing-s", "0.2", "--lease-ms", "3000"] + extra + credentials + self.stateArguments
         )
     }

@@ -200,7 +200,11 @@ final class BinarySenderCore {
         self.metrics.connectFailures.increment()
         let failure = TransportError.connectionFailed(host: self.configuration.host, port: self.configuration.port, underlying: error)
         self.logger.warning("cannot connect to the binary gateway", metadata: ["error": "\(failure)"])
+        var outcomes: [DeliveryOutcome] = []
+        self.refuseWaitingIfUnreachable(error, connected: false, unconfirmed: [], into: &outcomes)
+        if !outcomes.isEmpty { self.events.yield(outcomes) }
         self.connectIfNeeded()
+        self.resumeWaiters()
     }
 
     // MARK: - Calls from BinaryConnectionHandler
@@ -277,6 +281,7 @@ final class BinarySenderCore {
 
     func connectionClosed(generation: Int, error: (any Error)?) {
         let unconfirmed = self.cycle.holdsUnconfirmedFrames(generation: generation) ? self.window.connectionLost().compactMap { $0 } : []
+        var outcomes: [DeliveryOutcome] = []
         switch self.cycle.closed(generation: generation, unconfirmed: unconfirmed.count) {
         case .ignored:
             return  // an older connection
@@ -288,23 +293,25 @@ final class BinarySenderCore {
                 host: self.configuration.host, port: self.configuration.port, underlying: error.map { "\($0)" } ?? "closed during the TLS handshake"
             )
             self.logger.warning("TLS handshake with the binary gateway failed", metadata: ["error": "\(failure)"])
+            self.refuseWaitingIfUnreachable(error, connected: false, unconfirmed: [], into: &outcomes)
         case .lost:
             self.metrics.connections.decrement()
             if !unconfirmed.isEmpty {
                 self.statistics.silentCloses += 1
                 self.statistics.framesResentAfterSilentClose += unconfirmed.count
-                self.logger.info(
-                    "connection closed without an error response; writing its unconfirmed frames again", metadata: ["frames": "\(unconfirmed.count)"]
-                )
-                var outcomes: [DeliveryOutcome] = []
-                self.requeue(self.missedAnswers(unconfirmed, into: &outcomes))
-                if !outcomes.isEmpty { self.events.yield(outcomes) }
+                if !self.refuseWaitingIfUnreachable(error, connected: true, unconfirmed: unconfirmed, into: &outcomes) {
+                    var metadata: Logger.Metadata = ["frames": "\(unconfirmed.count)"]
+                    if let error { metadata["error"] = "\(error)" }
+                    self.logger.info("connection closed without an error response; writing its unconfirmed frames again", metadata: metadata)
+                    self.requeue(self.missedAnswers(unconfirmed, into: &outcomes))
+                }
             }
         case .afterErrorResponse:
             // Not reached from here: ``errorResponse(_:generation:)`` ends the connection in the
             // cycle before it closes it.
             self.metrics.connections.decrement()
         }
+        if !outcomes.isEmpty { self.events.yield(outcomes) }
         self.channel = nil
         self.cancelTimers()
         self.connectIfNeeded()
@@ -456,6 +463,32 @@ final class BinarySenderCore {
             )
         }
         return again
+    }
+
+    /// After a connection failed (`connected`: after its TLS handshake, leaving `unconfirmed`
+    /// frames): once ``BinarySender/Configuration/maximumAttempts`` connections in a row ended
+    /// before proving anything, nothing waiting can go, so the unconfirmed frames and the queue are
+    /// refused with why (``GatewayFailure``); and so is whatever waits at each further failure,
+    /// until a round is proven. - Returns: whether it refused them (the caller then re-queues nothing).
+    @discardableResult
+    private func refuseWaitingIfUnreachable(
+        _ error: (any Error)?, connected: Bool, unconfirmed: [Pending], into outcomes: inout [DeliveryOutcome]
+    ) -> Bool {
+        guard self.cycle.failedAttempts >= self.configuration.maximumAttempts else { return false }
+        let waiting = unconfirmed + self.queue
+        self.queue.removeAll()
+        self.writtenAtFront = 0
+        guard !waiting.isEmpty else { return true }
+        let refusal = GatewayFailure.refusal(
+            error, host: self.configuration.host, port: self.configuration.port, connected: connected, attempts: self.cycle.failedAttempts
+        )
+        self.logger.error(
+            "connections to the binary gateway keep failing; refusing the notifications waiting for one",
+            metadata: ["refusal": "\(refusal)", "notifications": "\(waiting.count)", "failed_connections": "\(self.cycle.failedAttempts)"]
+        )
+        self.statistics.rejected += waiting.count
+        for pending in waiting { outcomes.append(.refused(tag: pending.notification.tag, token: pending.notification.token, refusal)) }
+        return true
     }
 
     private func requeue(_ notifications: [Pending]) {

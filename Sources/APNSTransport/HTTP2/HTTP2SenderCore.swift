@@ -38,6 +38,9 @@ final class HTTP2SenderCore {
     private var queue: Deque<Pending> = []
     /// Answers read, of any status, on any connection.
     private var answersRead = 0
+    /// Connections that failed one after another, each before any answer (a failed connect, TLS
+    /// refused, closed before answering); an answer on any connection resets it.
+    private var failedConnectionsInARow = 0
     /// Notifications waiting out a retry delay, by a number of their own.
     private var delayed: [Int: (pending: Pending, task: Scheduled<Void>)] = [:]
     private var nextDelayedID = 0
@@ -238,7 +241,37 @@ final class HTTP2SenderCore {
         self.metrics.connectFailures.increment()
         let failure = TransportError.connectionFailed(host: self.configuration.host, port: self.configuration.port, underlying: error)
         self.logger.warning("cannot connect to APNs", metadata: ["error": "\(failure)"])
+        self.connectionFailed(error, connected: false, lost: [])
         self.openConnectionsIfNeeded()
+        self.resumeWaiters()
+    }
+
+    /// A connection failed before any answer came on it (`connected`: after its TLS handshake),
+    /// leaving `lost` streams unanswered. Once ``HTTP2Sender/Configuration/maximumAttempts``
+    /// connections in a row failed so and none is ready, nothing waiting can go: the lost streams
+    /// and the queue are refused with why (``GatewayFailure``), and so is whatever waits at each
+    /// further failure, until an answer comes. Otherwise the lost streams go again.
+    private func connectionFailed(_ error: (any Error)?, connected: Bool, lost: [Pending]) {
+        self.failedConnectionsInARow += 1
+        guard self.failedConnectionsInARow >= self.configuration.maximumAttempts,
+            !self.connections.values.contains(where: { $0.member.phase == .ready })
+        else {
+            if !lost.isEmpty { self.connectionLost(lost) }
+            return
+        }
+        // Possibly delivered, as in ``connectionLost(_:)``: they go again after the resume.
+        self.statistics.resentAfterConnectionLoss += lost.count
+        let waiting = lost + self.queue
+        self.queue.removeAll()
+        guard !waiting.isEmpty else { return }
+        let refusal = GatewayFailure.refusal(
+            error, host: self.configuration.host, port: self.configuration.port, connected: connected, attempts: self.failedConnectionsInARow
+        )
+        self.logger.error(
+            "APNs connections keep failing; refusing the notifications waiting for one",
+            metadata: ["refusal": "\(refusal)", "notifications": "\(waiting.count)", "failed_connections": "\(self.failedConnectionsInARow)"]
+        )
+        for pending in waiting { self.finish(.refused(tag: pending.notification.tag, token: pending.notification.token, refusal)) }
     }
 
     /// Opens no new streams on `connection` and gives its position a new one; it closes once answered.
@@ -285,6 +318,7 @@ final class HTTP2SenderCore {
         self.metrics.answerDuration.recordNanoseconds(Int64(truncatingIfNeeded: NIODeadline.now().uptimeNanoseconds &- sentAt))
         self.count(status: status)
         self.pool.answered(&connection.member)
+        self.failedConnectionsInARow = 0
         if status != 500 { connection.window.answerWasNotServerError() }
         switch HTTP2Verdict.classify(status: status, body: body) {
         case .accepted:
@@ -385,8 +419,12 @@ final class HTTP2SenderCore {
             if wasOpen { self.metrics.connections.decrement() }
             self.connections.removeValue(forKey: connection.member.id)
             guard !self.isShutdown else { return }
-            if !lost.isEmpty { self.connectionLost(lost) }
-            if failed, let error { self.logger.warning("APNs connection failed", metadata: ["error": "\(error)"]) }
+            if failed {
+                if let error { self.logger.warning("APNs connection failed", metadata: ["error": "\(error)"]) }
+                self.connectionFailed(error, connected: true, lost: lost)
+            } else if !lost.isEmpty {
+                self.connectionLost(lost)
+            }
         }
         self.openConnectionsIfNeeded()
         self.fillAll()
