@@ -27,6 +27,8 @@ import Testing
         case nothingListening
         /// TCP connects, and the connection is closed before TLS says a word.
         case closedDuringHandshake
+        /// TCP connects, and nothing answers the TLS handshake (before, the connection waited for ever).
+        case silentDuringHandshake
 
         var testDescription: String { self.rawValue }
 
@@ -35,7 +37,7 @@ import Testing
             switch self {
             case .rogueClientCertificate: (.tlsFailure, false, "sent TLS alert")
             case .untrustedServer: (.tlsFailure, false, "CERTIFICATE_VERIFY_FAILED")
-            case .nothingListening, .closedDuringHandshake: (.cannotConnect, true, "cannot connect to 127.0.0.1:")
+            case .nothingListening, .closedDuringHandshake, .silentDuringHandshake: (.cannotConnect, true, "cannot connect to 127.0.0.1:")
             }
         }
     }
@@ -59,10 +61,14 @@ import Testing
         let proxy = try await OutageProxy.start(port: wire == .http2 ? fixture.ports.http2! : fixture.binaryPort)
         defer { Task { await proxy.stop() } }
         proxy.cut()
+        // Takes connections and reads what comes, saying nothing.
+        let silent = try await ServerBootstrap(group: MultiThreadedEventLoopGroup.singleton).bind(host: "127.0.0.1", port: 0).get()
+        defer { silent.close(promise: nil) }
         let port: Int
         switch fault {
         case .nothingListening: port = try FreePort.take()
         case .closedDuringHandshake: port = proxy.port
+        case .silentDuringHandshake: port = try #require(silent.localAddress?.port)
         case .rogueClientCertificate, .untrustedServer: port = wire == .http2 ? fixture.ports.http2! : fixture.binaryPort
         }
 
@@ -113,18 +119,21 @@ import Testing
         let key = fault == .rogueClientCertificate ? certificates.rogueClientKey : certificates.clientKey
         let roots = [fault == .untrustedServer ? certificates.directory + "/rogue-ca.pem" : certificates.caCertificate]
         let backoff = Backoff(initial: 5_000_000, maximum: 20_000_000)
+        // Short only where the handshake is meant to time out: a loaded machine may take long over one.
+        let connectTimeout: TimeAmount = fault == .silentDuringHandshake ? .milliseconds(300) : .seconds(10)
         let loop = MultiThreadedEventLoopGroup.singleton.next()
         switch wire {
         case .binary:
             let configuration = BinarySender.Configuration(
                 host: "127.0.0.1", port: port, tls: try ClientTLS.certificate(pem: certificate, key: key, trusting: roots).makeConfiguration(),
-                serverHostname: "localhost", confirmationTimeout: .seconds(60), backoff: backoff
+                serverHostname: "localhost", confirmationTimeout: .seconds(60), connectTimeout: connectTimeout, backoff: backoff
             )
             return Run(BinarySender(configuration: configuration, eventLoop: loop, logger: quietLogger))
         case .http2:
             var configuration = try HTTP2SenderFixture.configuration(port: port, certificate: true)
             configuration.tls = .certificate(pem: certificate, key: key, trusting: roots)
             configuration.reconnectBackoff = backoff
+            configuration.connectTimeout = connectTimeout
             return Run(try HTTP2Sender(configuration: configuration, eventLoop: loop, logger: quietLogger))
         }
     }

@@ -153,25 +153,34 @@ import Testing
         }
     }
 
-    /// Against a port where nothing listens the sender keeps reconnecting; `--timeout-s` ends the
-    /// run, which fails naming the endpoint and counts every notification unsettled.
-    @Test func anUnreachableEndpointEndsAtTheTimeoutWithEverythingUnsettled() async throws {
+    /// Against a port where nothing listens, five connections fail in a row: every notification is
+    /// refused as an outage (`CannotConnect`), printed for its token, and the run fails naming the
+    /// endpoint, long before `--timeout-s`. Before, the sender reconnected until the timeout (over
+    /// the binary protocol, for ever).
+    @Test(arguments: ["http2", "binary"])
+    func anUnreachableEndpointFailsEveryNotificationWithWhy(_ wire: String) async throws {
         let certificates = try TestCertificates.shared()
         let tokens = TestTokens.tokens(50, seed: 7)
         let file = try Self.writeTokens(tokens)
         defer { try? FileManager.default.removeItem(atPath: file) }
         let port = try FreePort.take()
+        let credentials = wire == "http2"
+            ? ["--auth-key", certificates.authKey, "--key-id", HTTP2GatewayFixture.keyID, "--team-id", HTTP2GatewayFixture.teamID, "--topic", "com.example.send"]
+            : ["--cert", certificates.clientCertificate, "--key", certificates.clientKey]
         let result = try await PushFleetProcess.run(
-            ["send", "--protocol", "http2", "--endpoint", "127.0.0.1:\(port)", "--ca", certificates.caCertificate,
-             "--auth-key", certificates.authKey, "--key-id", HTTP2GatewayFixture.keyID, "--team-id", HTTP2GatewayFixture.teamID,
-             "--topic", "com.example.send", "--tokens", file, "--payload", Self.payload, "--timeout-s", "2", "--json"]
+            ["send", "--protocol", wire, "--endpoint", "127.0.0.1:\(port)", "--ca", certificates.caCertificate, "--tokens", file,
+             "--payload", Self.payload, "--json"] + credentials
         )
         #expect(result.status != 0)
-        #expect(result.error.contains("50 notifications could not be settled with 127.0.0.1:\(port)"), "\(result.error.suffix(1_000))")
+        #expect(result.error.contains("50 notifications were not delivered: APNs at 127.0.0.1:\(port) kept failing"), "\(result.error.suffix(1_000))")
+        #expect(result.error.contains("cannot connect to 127.0.0.1:\(port)"), "the log says why: \(result.error.suffix(1_000))")
+        let rejections = Self.rejections(result.output)
+        #expect(Set(rejections.map(\.token)) == Set(tokens.map(\.hexString)))
+        #expect(rejections.allSatisfy { $0.reason == "CannotConnect" })
         let summary = try Self.summary(result.output)
-        #expect(summary["unsettled"] as? Int == 50)
+        #expect(summary["unsettled"] as? Int == 0)
         #expect(summary["accepted"] as? Int == 0)
-        #expect((summary["connect_failures"] as? Int ?? 0) > 0)
+        #expect((summary["connect_failures"] as? Int ?? 0) >= 5)
     }
 
     @Test func theProtocolsCredentialsAndTopicAreChecked() async throws {

@@ -32,7 +32,7 @@ extension BinarySender {
         public var linger: TimeAmount
         /// `send` suspends while this many notifications wait to be written. Defaults to 10,000.
         public var maximumQueued: Int
-        /// Time allowed for TCP connect. Defaults to 10 seconds.
+        /// Time allowed for TCP connect, and again for the TLS handshake after it. Defaults to 10 seconds.
         public var connectTimeout: TimeAmount
         /// Delays between failing connection attempts. Defaults to 100 ms doubling to 30 s.
         public var backoff: Backoff

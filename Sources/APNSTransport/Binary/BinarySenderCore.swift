@@ -174,8 +174,9 @@ final class BinarySenderCore {
         let hostname = self.configuration.serverHostname ?? self.configuration.host
         let isIPAddress = (try? SocketAddress(ipAddress: hostname, port: 0)) != nil
         let core = NIOLoopBound(self, eventLoop: self.eventLoop)
+        let connectTimeout = self.configuration.connectTimeout
         ClientBootstrap(group: self.eventLoop)
-            .connectTimeout(self.configuration.connectTimeout)
+            .connectTimeout(connectTimeout)
             .channelOption(.socketOption(.tcp_nodelay), value: 1)
             // Write a batch only when NIO holds nothing unsent, so that at most one batch waits in
             // this process when the kernel's buffer is full. A process frozen past its lease can
@@ -186,6 +187,7 @@ final class BinarySenderCore {
                     try channel.pipeline.syncOperations.addHandler(
                         try NIOSSLClientHandler(context: sslContext, serverHostname: isIPAddress ? nil : hostname)
                     )
+                    try channel.pipeline.syncOperations.addHandler(HandshakeTimeout(timeout: connectTimeout))
                     try channel.pipeline.syncOperations.addHandler(ByteToMessageHandler(BinaryErrorResponseDecoder()))
                     try channel.pipeline.syncOperations.addHandler(BinaryConnectionHandler(core: core.value, generation: generation))
                 }
@@ -479,9 +481,7 @@ final class BinarySenderCore {
         self.queue.removeAll()
         self.writtenAtFront = 0
         guard !waiting.isEmpty else { return true }
-        let refusal = GatewayFailure.refusal(
-            error, host: self.configuration.host, port: self.configuration.port, connected: connected, attempts: self.cycle.failedAttempts
-        )
+        let refusal = GatewayFailure.refusal(error, host: self.configuration.host, port: self.configuration.port, connected: connected)
         self.logger.error(
             "connections to the binary gateway keep failing; refusing the notifications waiting for one",
             metadata: ["refusal": "\(refusal)", "notifications": "\(waiting.count)", "failed_connections": "\(self.cycle.failedAttempts)"]

@@ -55,7 +55,7 @@ extension HTTP2Sender {
         /// one `WINDOW_UPDATE` once half of it was read. Defaults to 1 MiB (about 30,000
         /// rejections' bodies); 65,535, HTTP/2's default, returns credit every thousand or so.
         public var connectionWindow: Int
-        /// Time allowed for TCP connect. Defaults to 10 seconds.
+        /// Time allowed for TCP connect, and again for the TLS handshake after it. Defaults to 10 seconds.
         public var connectTimeout: TimeAmount
         /// Delays between failing connection attempts. Defaults to 100 ms doubling to 30 s.
         public var reconnectBackoff: Backoff

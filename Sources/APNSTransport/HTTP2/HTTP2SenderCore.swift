@@ -38,9 +38,6 @@ final class HTTP2SenderCore {
     private var queue: Deque<Pending> = []
     /// Answers read, of any status, on any connection.
     private var answersRead = 0
-    /// Connections that failed one after another, each before any answer (a failed connect, TLS
-    /// refused, closed before answering); an answer on any connection resets it.
-    private var failedConnectionsInARow = 0
     /// Notifications waiting out a retry delay, by a number of their own.
     private var delayed: [Int: (pending: Pending, task: Scheduled<Void>)] = [:]
     private var nextDelayedID = 0
@@ -208,6 +205,7 @@ final class HTTP2SenderCore {
         let isIPAddress = (try? SocketAddress(ipAddress: hostname, port: 0)) != nil
         let sslContext = self.sslContext
         let window = self.configuration.connectionWindow
+        let connectTimeout = self.configuration.connectTimeout
         let authority = self.authority
         let core = NIOLoopBound(self, eventLoop: self.eventLoop)
         let bound = NIOLoopBound(connection, eventLoop: self.eventLoop)
@@ -218,6 +216,7 @@ final class HTTP2SenderCore {
                 channel.eventLoop.makeCompletedFuture {
                     let sync = channel.pipeline.syncOperations
                     try sync.addHandler(try NIOSSLClientHandler(context: sslContext, serverHostname: isIPAddress ? nil : hostname))
+                    try sync.addHandler(HandshakeTimeout(timeout: connectTimeout))
                     try sync.addHandler(
                         HTTP2ClientConnectionHandler(
                             core: core.value, connection: bound.value, authority: authority, connectionWindow: window,
@@ -233,29 +232,30 @@ final class HTTP2SenderCore {
     private func connectFailed(_ connection: HTTP2Connection, error: any Error) {
         guard self.pool.connectFailed(&connection.member) else { return }
         self.connections.removeValue(forKey: connection.member.id)
-        self.connectFailureReported(error)
+        self.connectFailureReported(error, position: connection.position)
     }
 
-    private func connectFailureReported(_ error: any Error) {
+    private func connectFailureReported(_ error: any Error, position: Int) {
         self.statistics.connectFailures += 1
         self.metrics.connectFailures.increment()
         let failure = TransportError.connectionFailed(host: self.configuration.host, port: self.configuration.port, underlying: error)
         self.logger.warning("cannot connect to APNs", metadata: ["error": "\(failure)"])
-        self.connectionFailed(error, connected: false, lost: [])
+        self.connectionFailed(error, connected: false, lost: [], position: position)
         self.openConnectionsIfNeeded()
         self.resumeWaiters()
     }
 
-    /// A connection failed before any answer came on it (`connected`: after its TLS handshake),
-    /// leaving `lost` streams unanswered. Once ``HTTP2Sender/Configuration/maximumAttempts``
-    /// connections in a row failed so and none is ready, nothing waiting can go: the lost streams
-    /// and the queue are refused with why (``GatewayFailure``), and so is whatever waits at each
-    /// further failure, until an answer comes. Otherwise the lost streams go again.
-    private func connectionFailed(_ error: (any Error)?, connected: Bool, lost: [Pending]) {
-        self.failedConnectionsInARow += 1
-        guard self.failedConnectionsInARow >= self.configuration.maximumAttempts,
-            !self.connections.values.contains(where: { $0.member.phase == .ready })
-        else {
+    /// A connection of `position` failed before any answer came on it (`connected`: after its TLS
+    /// handshake), leaving `lost` streams unanswered. The gateway cannot be used when no connection
+    /// is ready and either the position has failed ``HTTP2Sender/Configuration/maximumAttempts``
+    /// times in a row (its backoff between them: about 1.5 s at the defaults) or a lost
+    /// notification used its last attempt with nothing answered since its first miss. Then nothing
+    /// waiting can go: the lost streams and the queue are refused with why (``GatewayFailure``),
+    /// and so is whatever waits at each further such failure. Otherwise the lost streams go again.
+    private func connectionFailed(_ error: (any Error)?, connected: Bool, lost: [Pending], position: Int) {
+        let attemptsRanOut = self.pool.failures[position] >= self.configuration.maximumAttempts
+            || lost.contains { $0.failures + 1 >= self.configuration.maximumAttempts && ($0.answersAtFirstMiss ?? self.answersRead) == self.answersRead }
+        guard attemptsRanOut, !self.connections.values.contains(where: { $0.member.phase == .ready }) else {
             if !lost.isEmpty { self.connectionLost(lost) }
             return
         }
@@ -264,12 +264,10 @@ final class HTTP2SenderCore {
         let waiting = lost + self.queue
         self.queue.removeAll()
         guard !waiting.isEmpty else { return }
-        let refusal = GatewayFailure.refusal(
-            error, host: self.configuration.host, port: self.configuration.port, connected: connected, attempts: self.failedConnectionsInARow
-        )
+        let refusal = GatewayFailure.refusal(error, host: self.configuration.host, port: self.configuration.port, connected: connected)
         self.logger.error(
             "APNs connections keep failing; refusing the notifications waiting for one",
-            metadata: ["refusal": "\(refusal)", "notifications": "\(waiting.count)", "failed_connections": "\(self.failedConnectionsInARow)"]
+            metadata: ["refusal": "\(refusal)", "notifications": "\(waiting.count)", "failed_connections": "\(self.pool.failures[position])"]
         )
         for pending in waiting { self.finish(.refused(tag: pending.notification.tag, token: pending.notification.token, refusal)) }
     }
@@ -318,7 +316,6 @@ final class HTTP2SenderCore {
         self.metrics.answerDuration.recordNanoseconds(Int64(truncatingIfNeeded: NIODeadline.now().uptimeNanoseconds &- sentAt))
         self.count(status: status)
         self.pool.answered(&connection.member)
-        self.failedConnectionsInARow = 0
         if status != 500 { connection.window.answerWasNotServerError() }
         switch HTTP2Verdict.classify(status: status, body: body) {
         case .accepted:
@@ -413,7 +410,7 @@ final class HTTP2SenderCore {
             return
         case .failedToConnect:
             self.connections.removeValue(forKey: connection.member.id)
-            self.connectFailureReported(error ?? ClosedDuringHandshake())
+            self.connectFailureReported(error ?? ClosedDuringHandshake(), position: connection.position)
             return
         case .closed(let failed):
             if wasOpen { self.metrics.connections.decrement() }
@@ -421,7 +418,7 @@ final class HTTP2SenderCore {
             guard !self.isShutdown else { return }
             if failed {
                 if let error { self.logger.warning("APNs connection failed", metadata: ["error": "\(error)"]) }
-                self.connectionFailed(error, connected: true, lost: lost)
+                self.connectionFailed(error, connected: true, lost: lost, position: connection.position)
             } else if !lost.isEmpty {
                 self.connectionLost(lost)
             }
