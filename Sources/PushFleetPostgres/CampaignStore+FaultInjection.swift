@@ -52,3 +52,15 @@ extension CampaignStore {
         }
     }
 }
+
+extension CampaignStore {
+    /// A transaction of two statements with `pause` between them, as a process frozen inside a
+    /// transaction leaves it (`@testable import`).
+    func transaction(pausingFor pause: Duration) async throws {
+        try await self.withTransaction("a transaction that pauses for \(pause)") { connection in
+            _ = try await connection.query("SELECT 1", logger: self.logger)
+            try await Task.sleep(for: pause)
+            _ = try await connection.query("SELECT 1", logger: self.logger)
+        }
+    }
+}

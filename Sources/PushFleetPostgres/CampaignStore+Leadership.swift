@@ -11,7 +11,10 @@ extension CampaignStore {
     /// notices the closed socket. While `body` runs, the connection is watched (closed at once; mute
     /// for five ``PostgresConfiguration/leadershipCheckInterval``s); if it is lost, `body` is cancelled
     /// and this throws ``PostgresStoreError`` with code `leadershipLost` once `body` has returned
-    /// (another process may lead by then).
+    /// (another process may lead by then). The server watches the other way: the session ends after
+    /// twice as long without a ping (`idle_session_timeout`, Postgres 14 and later), so a leader that is
+    /// frozen (stopped, paused, starved) or cut off from Postgres gives the lock up too, where its
+    /// socket, still open, would hold it for as long as the freeze lasts.
     /// - Parameter name: which lock; processes contend only for the same name. Defaults to
     ///   ``coordinatorLock``.
     /// - Returns: `body`'s result, or `nil` at once if another session holds the lock.
@@ -26,6 +29,7 @@ extension CampaignStore {
         do {
             locked = try await self.abandoning(operation, discard: { connection in try? await connection?.close() }) { watched in
                 try await self.withNewConnection(operation, watched) { connection -> PostgresConnection? in
+                    await self.endWhenMute(connection)
                     let rows = try await connection.query("SELECT pg_try_advisory_lock(\(key))", logger: self.logger)
                     var acquired = false
                     for try await granted in rows.decode(Bool.self) { acquired = granted }
@@ -50,6 +54,20 @@ extension CampaignStore {
             await self.unlock(key, on: connection)
             try? await connection.close()
             throw self.storeError(error, operation)
+        }
+    }
+
+    /// Asks the server to end the session of `connection` once it has been idle for twice as long
+    /// as the watch lets a ping go unanswered (20 s at the defaults): by then the leader has given
+    /// the lock up itself if it could still run. An older server without the setting keeps the
+    /// session; the leader then holds the lock only while its socket lives, as before.
+    private func endWhenMute(_ connection: PostgresConnection) async {
+        let milliseconds = PostgresConfiguration.milliseconds(self.configuration.leadershipCheckInterval * (2 * LeadershipWatch.muteIntervals))
+        do {
+            // A number this process computed: SET takes no bind parameters.
+            try await connection.query(PostgresQuery(unsafeSQL: "SET idle_session_timeout = \(milliseconds)"), logger: self.logger)
+        } catch {
+            self.logger.debug("the leadership session has no idle timeout", metadata: ["error": "\(String(reflecting: error))"])
         }
     }
 

@@ -32,6 +32,7 @@ public final class CampaignStore: Sendable {
         )
         client.options.connectTimeout = configuration.connectTimeout
         client.options.maximumConnections = max(1, configuration.maximumConnections)
+        client.options.additionalStartupParameters = configuration.startupParameters
         self.client = PostgresClient(configuration: client, backgroundLogger: logger)
     }
 
@@ -140,6 +141,7 @@ public final class CampaignStore: Sendable {
         )
         let timeout = c.connectTimeout.components
         configuration.options.connectTimeout = .nanoseconds(timeout.seconds * 1_000_000_000 + timeout.attoseconds / 1_000_000_000)
+        configuration.options.additionalStartupParameters = c.startupParameters
         return configuration
     }
 

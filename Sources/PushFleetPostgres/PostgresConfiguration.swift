@@ -41,6 +41,21 @@ public struct PostgresConfiguration: Sendable, CustomStringConvertible {
     /// How often the leader pings the connection holding its lock. Defaults to 2 seconds. A closed
     /// connection is noticed at once; one that stops answering, after five intervals.
     public var leadershipCheckInterval: Duration = .seconds(2)
+    /// How long the server lets a transaction of this process sit idle before it ends the session
+    /// (`idle_in_transaction_session_timeout`). PushFleet's transactions wait on nothing but
+    /// Postgres, so only a process that is frozen or starved leaves one idle; ended, it can no
+    /// longer hold the row locks a standby coordinator needs. Defaults to 30 seconds.
+    public var idleInTransactionTimeout: Duration = .seconds(30)
+
+    /// Startup parameters every connection sends.
+    var startupParameters: [(String, String)] {
+        [("idle_in_transaction_session_timeout", "\(Self.milliseconds(self.idleInTransactionTimeout))")]
+    }
+
+    /// `duration` in whole milliseconds, at least 1: Postgres' unit for timeouts.
+    static func milliseconds(_ duration: Duration) -> Int64 {
+        max(1, duration.components.seconds * 1_000 + duration.components.attoseconds / 1_000_000_000_000_000)
+    }
 
     /// The password, if the URL has one. Never printed.
     var password: String?
