@@ -55,10 +55,14 @@ public final class CoordinatorRound: Sendable {
         let campaigns = try await self.store.campaigns(in: [.pending, .scheduled, .running, .paused, .cancelled])
         let served = Set(campaigns.map(\.id))
         self.lastFolded.withLock { folded in folded = folded.filter { served.contains($0.key) } }
+        // A leader whose lock was lost (its round is cancelled) serves no further campaign: one
+        // frozen past its lock, then continued, must leave the rest to the leader that took over.
         for campaign in campaigns {
+            try Task.checkCancellation()
             await self.isolated(campaign, "serve") { behind = try await self.serve(campaign, rebuild: rebuild) || behind }
         }
         for campaign in try await self.store.campaignsAwaitingCleanup() {
+            try Task.checkCancellation()
             await self.isolated(campaign, "clean up") { try await self.removeQueue(of: campaign) }
         }
         await self.publishBacklog(campaigns)

@@ -104,15 +104,15 @@ import Testing
         var pool = Self.pool(positions: 1)
         var member = pool.open(now: 0, hasWork: true, using: &self.random)[0].member
         #expect(pool.ready(&member, now: 0) == true)
-        #expect(pool.goAway(member) == true)
+        #expect(pool.goAway(member, now: 0) == true)
         #expect(pool.failures == [1])
-        #expect(pool.goAway(member) == false)  // the second of a two-step shutdown
+        #expect(pool.goAway(member, now: 0) == false)  // the second of a two-step shutdown
         #expect(pool.failures == [1])
         var next = pool.open(now: 0, hasWork: true, using: &self.random)[0]
         #expect(next.delay == 100 * Self.ms)
         #expect(pool.ready(&next.member, now: 0) == true)
         pool.answered(&next.member)
-        #expect(pool.goAway(next.member) == true)
+        #expect(pool.goAway(next.member, now: 0) == true)
         #expect(pool.failures == [0])
     }
 
@@ -146,6 +146,28 @@ import Testing
         #expect(soon.ready(&lossy, now: 5 * Self.second) == true)
         #expect(soon.closed(&lossy, now: 60 * Self.second, lostStreams: 3) == .closed(failed: true))
         #expect(soon.failures == [2])
+    }
+
+    /// APNs ends a connection that served nothing for a while with GOAWAY `IdleTimeout`. For a
+    /// kept-open connection (the doorbell lane's, waiting for a ring) that is idleness, as the
+    /// same close is: before, each such GOAWAY counted a failure, and after five a single failed
+    /// connect took the gateway for unusable and refused the waiting rings.
+    @Test mutating func aGoAwayToAnIdleKeptConnectionIsNoFailure() {
+        var kept = Self.pool(positions: 1, keepsOpen: true)
+        for round in 0..<6 {
+            let now = UInt64(round) * 60 * Self.second
+            var idle = kept.open(now: now, hasWork: false, using: &self.random)[0].member
+            #expect(kept.ready(&idle, now: now) == true)
+            #expect(kept.goAway(idle, now: now + 60 * Self.second) == true)
+            #expect(kept.closed(&idle, now: now + 60 * Self.second, lostStreams: 0) == .closed(failed: false))
+        }
+        #expect(kept.failures == [0])
+
+        // Soon after the handshake it is a failure, kept open or not.
+        var early = kept.open(now: 0, hasWork: false, using: &self.random)[0].member
+        #expect(kept.ready(&early, now: 0) == true)
+        #expect(kept.goAway(early, now: 5 * Self.second) == true)
+        #expect(kept.failures == [1])
     }
 
     @Test mutating func aCloseAfterProgressIsNoFailure() {

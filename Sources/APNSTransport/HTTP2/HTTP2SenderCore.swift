@@ -379,7 +379,7 @@ final class HTTP2SenderCore {
         let unprocessed = connection.window.goAwayReceived(lastStreamID: lastStreamID)
         self.statistics.resentUnprocessed += unprocessed.count
         self.queue.prepend(contentsOf: unprocessed)
-        self.retired(connection, replaced: self.pool.goAway(connection.member), why: "GOAWAY \(reason?.rawValue ?? errorCode)")
+        self.retired(connection, replaced: self.pool.goAway(connection.member, now: NIODeadline.now().uptimeNanoseconds), why: "GOAWAY \(reason?.rawValue ?? errorCode)")
     }
 
     func pingAnswered(_ connection: HTTP2Connection) {

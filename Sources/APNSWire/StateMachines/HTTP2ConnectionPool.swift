@@ -177,12 +177,20 @@ public struct HTTP2ConnectionPool: Sendable {
     }
 
     /// A GOAWAY arrived: the connection retires, and counts as a failed attempt if it never made
-    /// progress. A second GOAWAY (a graceful shutdown in two steps) counts nothing more. Returns
-    /// ``retire(_:)``'s answer.
-    public mutating func goAway(_ member: Member) -> Bool {
+    /// progress, unless it was kept open and served nothing for ``Configuration/idleCloseGrace``
+    /// (APNs' `IdleTimeout`: a lane connection waiting for a ring did not fail). A second GOAWAY (a
+    /// graceful shutdown in two steps) counts nothing more. Returns ``retire(_:)``'s answer.
+    public mutating func goAway(_ member: Member, now: UInt64) -> Bool {
         guard self.retire(member) else { return false }
-        if !member.madeProgress { self.failures[member.position] += 1 }
+        if !member.madeProgress && !self.servedIdle(member, now: now) { self.failures[member.position] += 1 }
         return true
+    }
+
+    /// Whether `member` is a kept-open connection that was ready for at least
+    /// ``Configuration/idleCloseGrace``: an end then is its idleness, not a failure.
+    private func servedIdle(_ member: Member, now: UInt64) -> Bool {
+        self.configuration.keepsConnectionsOpen
+            && member.readyAt.map { now >= $0 && now - $0 >= self.configuration.idleCloseGrace } == true
     }
 
     /// The connection closed, with `lostStreams` streams unanswered.
@@ -197,9 +205,7 @@ public struct HTTP2ConnectionPool: Sendable {
             self.vacate(member)
         }
         guard !self.isShutdown else { return .closed(failed: false) }
-        let closedIdle = self.configuration.keepsConnectionsOpen && lostStreams == 0
-            && member.readyAt.map { now >= $0 && now - $0 >= self.configuration.idleCloseGrace } == true
-        guard !member.madeProgress && !closedIdle else { return .closed(failed: false) }
+        guard !member.madeProgress && !(lostStreams == 0 && self.servedIdle(member, now: now)) else { return .closed(failed: false) }
         self.failures[member.position] += 1
         return .closed(failed: true)
     }
