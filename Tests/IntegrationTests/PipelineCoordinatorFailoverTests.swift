@@ -18,11 +18,15 @@ extension PipelineTests {
         let (id, leader, standby, workers) = try await Self.campaignUnderTwoCoordinators(fixture, wire)
         leader.signal(SIGKILL)
         await leader.wait()
-        // No one leads now, so nothing changes the state until the standby does.
-        #expect(try await fixture.status(id)["state"] as? String == "running", "the kill landed mid-campaign")
+        // The kill landed mid-campaign: it was not over, and the standby is the one that completes it.
+        let atKill = try await fixture.status(id)
+        #expect(
+            !Self.isFinal(atKill), "the kill landed mid-campaign: \(atKill)\n\(standby.standardError.suffix(3_000))\n\(workers.map { $0.standardError.suffix(1_000) })"
+        )
 
         let status = try await fixture.waitForCompletion(id, limit: .seconds(900))
         #expect(Self.leads(standby), "the standby took the lead: \(standby.standardError.suffix(2_000))")
+        #expect(Self.completed(id, by: standby), "the standby completed the campaign: \(standby.standardError.suffix(2_000))")
         let resent = try #require(status["resent"] as? Int)
         fixture.expectReconciled(status, duplicatesAllowed: resent, http2: wire == "http2")
         let accepted = status["accepted"] as? Int ?? -1
@@ -44,9 +48,13 @@ extension PipelineTests {
         leader.signal(SIGSTOP)
         // A round under way may still commit; then nothing changes the state until the standby leads.
         try await Task.sleep(for: .seconds(1))
-        #expect(try await fixture.status(id)["state"] as? String == "running", "the freeze landed mid-campaign")
+        let atFreeze = try await fixture.status(id)
+        #expect(
+            !Self.isFinal(atFreeze), "the freeze landed mid-campaign: \(atFreeze)\n\(standby.standardError.suffix(3_000))\n\(workers.map { $0.standardError.suffix(1_000) })"
+        )
         let status = try await fixture.waitForCompletion(id, limit: .seconds(900))
         #expect(Self.leads(standby), "the standby took the lead: \(standby.standardError.suffix(2_000))")
+        #expect(Self.completed(id, by: standby), "the standby completed the campaign: \(standby.standardError.suffix(2_000))")
         let resent = try #require(status["resent"] as? Int)
         fixture.expectReconciled(status, duplicatesAllowed: resent, http2: wire == "http2")
 
@@ -87,6 +95,16 @@ extension PipelineTests {
     /// Whether `coordinator` has said it leads.
     static func leads(_ coordinator: PushFleetProcess) -> Bool {
         coordinator.standardError.contains("coordinator leads")
+    }
+
+    /// Whether `status` says the campaign has ended.
+    static func isFinal(_ status: [String: Any]) -> Bool {
+        ["completed", "cancelled", "failed"].contains(status["state"] as? String ?? "")
+    }
+
+    /// Whether `coordinator` has logged completing campaign `id` (at `info`).
+    static func completed(_ id: UUID, by coordinator: PushFleetProcess) -> Bool {
+        coordinator.standardError.split(separator: "\n").contains { $0.contains("campaign completed") && $0.contains(id.uuidString) }
     }
 
     /// Returns once `coordinator` says it leads.
