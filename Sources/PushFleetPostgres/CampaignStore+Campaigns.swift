@@ -125,7 +125,7 @@ extension CampaignStore {
     /// - Returns: whether the campaign was in an allowed state (and so now is in `state`); `false` also
     ///   for an unknown id.
     public func setState(_ id: UUID, to state: CampaignState, from allowed: [CampaignState], reason: String? = nil) async throws -> Bool {
-        try await self.withConnection("set campaign \(id) to \(state)") { connection in
+        try await self.withWrite("set campaign \(id) to \(state)") { connection in
             let rows = try await connection.query(
                 """
                 UPDATE campaigns SET
@@ -175,7 +175,7 @@ extension CampaignStore {
     /// - Returns: when it resumes, or nil if the campaign was not running.
     public func pauseForOutage(_ id: UUID, reason: String, delay: Duration, maximum: Duration) async throws -> Date? {
         let (base, cap) = (delay / .seconds(1), maximum / .seconds(1))
-        return try await self.withConnection("pause campaign \(id) for an APNs outage") { connection in
+        return try await self.withWrite("pause campaign \(id) for an APNs outage") { connection in
             let rows = try await connection.query(
                 """
                 UPDATE campaigns SET
@@ -197,7 +197,7 @@ extension CampaignStore {
     /// Resumes a campaign paused for an APNs outage whose time has come.
     /// - Returns: whether it was resumed now.
     public func resumeAfterOutage(_ id: UUID) async throws -> Bool {
-        try await self.withConnection("resume campaign \(id) after an APNs outage") { connection in
+        try await self.withWrite("resume campaign \(id) after an APNs outage") { connection in
             let rows = try await connection.query(
                 """
                 UPDATE campaigns SET state = 'running', state_reason = NULL, auto_resume_at = NULL, updated_at = now()
@@ -216,7 +216,7 @@ extension CampaignStore {
     /// stored one changes nothing.
     /// - Throws: ``PostgresStoreError`` with code `unknownCampaign` for an unknown id.
     public func setCancelled(_ id: UUID, count: Int) async throws {
-        try await self.withConnection("record cancelled tokens of \(id)") { connection in
+        try await self.withWrite("record cancelled tokens of \(id)") { connection in
             let rows = try await connection.query(
                 """
                 UPDATE campaigns SET cancelled = GREATEST(cancelled, \(count)), updated_at = now()
@@ -288,7 +288,7 @@ extension CampaignStore {
     /// paused). - Returns: whether it was failed now.
     @discardableResult
     public func setDeadShards(_ id: UUID, _ shards: [Int], failWith reason: String?) async throws -> Bool {
-        try await self.withConnection("record the dead shards of \(id)") { connection in
+        try await self.withWrite("record the dead shards of \(id)") { connection in
             let rows = try await connection.query(
                 """
                 UPDATE campaigns SET

@@ -14,7 +14,9 @@ extension CampaignStore {
     /// (another process may lead by then). The server watches the other way: the session ends after
     /// twice as long without a ping (`idle_session_timeout`, Postgres 14 and later), so a leader that is
     /// frozen (stopped, paused, starved) or cut off from Postgres gives the lock up too, where its
-    /// socket, still open, would hold it for as long as the freeze lasts.
+    /// socket, still open, would hold it for as long as the freeze lasts. Each leadership takes the
+    /// lock's next epoch, and the body's transactions are fenced by it (``LeadershipFence``): one
+    /// begun after a later leadership began throws `leadershipLost` and writes nothing.
     /// - Parameter name: which lock; processes contend only for the same name. Defaults to
     ///   ``coordinatorLock``.
     /// - Returns: `body`'s result, or `nil` at once if another session holds the lock.
@@ -43,7 +45,8 @@ extension CampaignStore {
         }
         guard let connection = locked else { return nil }
         do {
-            let result = try await self.lead(on: connection, body)
+            let fence = try await self.beginEpoch(of: name, on: connection)
+            let result = try await LeadershipFence.$current.withValue(fence) { try await self.lead(on: connection, body) }
             await self.unlock(key, on: connection)
             try? await connection.close()
             return result

@@ -42,7 +42,7 @@ extension CampaignStore {
 
     /// Records that the campaign's shards are those `launch` stored (the launch that published it).
     public func recordLaunch(_ id: UUID, launch: String) async throws {
-        _ = try await self.withConnection("record the launch of campaign \(id)") { connection in
+        _ = try await self.withWrite("record the launch of campaign \(id)") { connection in
             try await connection.query(
                 "UPDATE campaigns SET launch = \(launch) WHERE campaign_id = \(id) AND launch IS DISTINCT FROM \(launch)",
                 logger: self.logger

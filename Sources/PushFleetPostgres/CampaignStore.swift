@@ -62,7 +62,7 @@ public final class CampaignStore: Sendable {
     }
 
     /// Runs `body` in one transaction on a pooled connection: committed if `body` returns, rolled back
-    /// if it throws.
+    /// if it throws. Inside a leader's body, fenced (``LeadershipFence``).
     func withTransaction<T: Sendable>(
         _ operation: String, _ body: @escaping @Sendable (PostgresConnection) async throws -> T
     ) async throws -> T {
@@ -71,9 +71,24 @@ public final class CampaignStore: Sendable {
         }
     }
 
+    /// Runs a write of one statement: on a pooled connection, or, inside a leader's body, in a
+    /// transaction fenced by its leadership (``LeadershipFence``).
+    func withWrite<T: Sendable>(
+        _ operation: String, _ body: @escaping @Sendable (PostgresConnection) async throws -> T
+    ) async throws -> T {
+        if LeadershipFence.current == nil {
+            try await self.withConnection(operation, body)
+        } else {
+            try await self.withTransaction(operation, body)
+        }
+    }
+
+    /// A transaction of a leader's body (``LeadershipFence``) first checks that its leadership is
+    /// still the latest, and holds it so until the transaction ends.
     func transaction<T: Sendable>(on connection: PostgresConnection, _ body: (PostgresConnection) async throws -> T) async throws -> T {
         try await connection.query("BEGIN", logger: self.logger)
         do {
+            if let fence = LeadershipFence.current { try await self.check(fence, on: connection) }
             let value = try await body(connection)
             try await connection.query("COMMIT", logger: self.logger)
             return value

@@ -12,7 +12,15 @@ enum Schema {
     /// Key of the transaction-scoped advisory lock that serializes concurrent migrations.
     static let migrationLockKey: Int64 = 0x5055_5348_4D49_4752  // "PUSHMIGR"
 
-    static var migrations: [Migration] { [version1, version2, version3, version4, version5, version6, version7, version8, version9, version10, version11, version12, version13, version14, version15, version16, version17] }
+    static var migrations: [Migration] { [version1, version2, version3, version4, version5, version6, version7, version8, version9, version10, version11, version12, version13, version14, version15, version16, version17, version18] }
+
+    private static var version18: Migration {
+        Migration(version: 18, name: "leadership epochs", statements: [
+            // Each leadership of a lock is numbered (``CampaignStore/withLeadership(named:_:)``): the
+            // leader's writes check that theirs is still the latest (``LeadershipFence``).
+            "CREATE TABLE leadership_epochs (lock_name text PRIMARY KEY, epoch bigint NOT NULL)"
+        ])
+    }
 
     private static var version17: Migration {
         Migration(version: 17, name: "rejections in batches", statements: [

@@ -59,19 +59,23 @@ public final class CoordinatorRound: Sendable {
         // frozen past its lock, then continued, must leave the rest to the leader that took over.
         for campaign in campaigns {
             try Task.checkCancellation()
-            await self.isolated(campaign, "serve") { behind = try await self.serve(campaign, rebuild: rebuild) || behind }
+            try await self.isolated(campaign, "serve") { behind = try await self.serve(campaign, rebuild: rebuild) || behind }
         }
         for campaign in try await self.store.campaignsAwaitingCleanup() {
             try Task.checkCancellation()
-            await self.isolated(campaign, "clean up") { try await self.removeQueue(of: campaign) }
+            try await self.isolated(campaign, "clean up") { try await self.removeQueue(of: campaign) }
         }
         await self.publishBacklog(campaigns)
         return behind
     }
 
-    private func isolated(_ campaign: CampaignRecord, _ what: String, _ body: () async throws -> Void) async {
+    /// Runs `body` for one campaign; what it throws is logged, except a lost leadership, which ends
+    /// the round (``LeadershipFence``: a later leader serves every campaign now).
+    private func isolated(_ campaign: CampaignRecord, _ what: String, _ body: () async throws -> Void) async throws {
         do {
             try await body()
+        } catch let error as PostgresStoreError where error.code == .leadershipLost {
+            throw error
         } catch {
             self.logger.warning(
                 "cannot \(what) the campaign; trying again next round", metadata: ["campaign": "\(campaign.id)", "error": "\(error)"]

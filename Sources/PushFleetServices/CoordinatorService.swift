@@ -139,6 +139,10 @@ public final class CoordinatorService: Sendable {
                     await self.pruneExpired()
                     await self.pruneShardTokens()
                 }
+            } catch let error as PostgresStoreError where error.code == .leadershipLost {
+                // A later leadership has begun (this one was frozen past its session): it leads now.
+                self.logger.warning("coordinator stops leading", metadata: ["error": "\(error)"])
+                return
             } catch {
                 self.logger.warning("coordinator round failed", metadata: ["error": "\(error)"])
             }

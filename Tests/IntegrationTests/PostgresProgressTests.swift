@@ -293,7 +293,7 @@ import Testing
             )
 
             try await store.migrate()
-            #expect(try await store.schemaVersions() == Array(1...17))
+            #expect(try await store.schemaVersions() == Array(1...18))
             #expect(try await store.tokenFailureRowCount(campaign: campaign.id) == 5, "the rows recorded before the upgrade")
             var read = try await store.tokenFailures(campaign: campaign.id)
             #expect(read.map(\.token) == tokens[0..<4].sorted { $0.precedesInByteOrder($1) })

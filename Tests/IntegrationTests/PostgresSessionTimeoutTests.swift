@@ -32,6 +32,7 @@ import Testing
         configuration.leadershipCheckInterval = .seconds(1)
         let store = CampaignStore(configuration: configuration, logger: PostgresFixture.logger)
         let other = CampaignStore(configuration: try PostgresFixture.configuration(), logger: PostgresFixture.logger)
+        try await store.migrate()  // the leadership epochs
         let name = "pushfleet.test.\(UUID())"
         let held = try await store.withLeadership(named: name) { () async throws -> Bool in
             try await Task.sleep(for: .seconds(15))  // past the session's idle timeout of 10 s

@@ -16,7 +16,7 @@ import Testing
         try await first.migrate()
         try await second.migrate()
         try await PostgresFixture.withStore { store async throws in
-            #expect(try await store.schemaVersions() == Array(1...17))
+            #expect(try await store.schemaVersions() == Array(1...18))
         }
     }
 
