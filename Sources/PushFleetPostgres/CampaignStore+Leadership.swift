@@ -16,7 +16,8 @@ extension CampaignStore {
     /// frozen (stopped, paused, starved) or cut off from Postgres gives the lock up too, where its
     /// socket, still open, would hold it for as long as the freeze lasts. Each leadership takes the
     /// lock's next epoch, and the body's transactions are fenced by it (``LeadershipFence``): one
-    /// begun after a later leadership began throws `leadershipLost` and writes nothing.
+    /// begun after a later leadership began throws `leadershipLost` and writes nothing. The schema
+    /// must be migrated (``migrate()``, version 18 and later).
     /// - Parameter name: which lock; processes contend only for the same name. Defaults to
     ///   ``coordinatorLock``.
     /// - Returns: `body`'s result, or `nil` at once if another session holds the lock.
@@ -25,27 +26,33 @@ extension CampaignStore {
     ) async throws -> T? {
         let key = Self.lockKey(name)
         let operation = "take the leadership lock \(name)"
-        // Connecting and locking may be given up on (see `abandoning`); the leader's body may not,
-        // since it must not outlive this call, so it runs outside.
-        let locked: PostgresConnection?
+        // Connecting, locking and beginning the epoch may be given up on (see `abandoning`); the
+        // leader's body may not, since it must not outlive this call, so it runs outside.
+        let locked: (connection: PostgresConnection, fence: LeadershipFence)?
         do {
-            locked = try await self.abandoning(operation, discard: { connection in try? await connection?.close() }) { watched in
-                try await self.withNewConnection(operation, watched) { connection -> PostgresConnection? in
+            locked = try await self.abandoning(operation, discard: { locked in try? await locked?.connection.close() }) { watched in
+                try await self.withNewConnection(operation, watched) { connection -> (connection: PostgresConnection, fence: LeadershipFence)? in
                     await self.endWhenMute(connection)
                     let rows = try await connection.query("SELECT pg_try_advisory_lock(\(key))", logger: self.logger)
                     var acquired = false
                     for try await granted in rows.decode(Bool.self) { acquired = granted }
-                    if acquired { return connection }
-                    try? await connection.close()
-                    return nil
+                    guard acquired else {
+                        try? await connection.close()
+                        return nil
+                    }
+                    do {
+                        return (connection, try await self.beginEpoch(of: name, on: connection))
+                    } catch {
+                        try? await connection.close()  // which frees the lock
+                        throw error
+                    }
                 }
             }
         } catch {
             throw self.storeError(error, operation)
         }
-        guard let connection = locked else { return nil }
+        guard let (connection, fence) = locked else { return nil }
         do {
-            let fence = try await self.beginEpoch(of: name, on: connection)
             let result = try await LeadershipFence.$current.withValue(fence) { try await self.lead(on: connection, body) }
             await self.unlock(key, on: connection)
             try? await connection.close()

@@ -93,9 +93,13 @@ extension CampaignStore {
         _ tokens: [(token: DeviceToken, status: TokenStatus, reason: RejectionReason, since: Date)], topic: String, environment: APNsEnvironment
     ) async throws {
         guard !tokens.isEmpty else { return }
-        try await self.withTransaction("mark registry tokens") { connection in
-            let app = try await self.appID(topic: topic, environment: environment, on: connection)
-            try await self.mark(tokens.map { TokenMark(token: $0.token, status: $0.status, reason: $0.reason, since: $0.since) }, app: app, on: connection)
+        // Not fenced (``LeadershipFence``): the feedback service forgets what it has handed out, so
+        // a leader's marks refused would be lost, and a mark written twice or late changes nothing.
+        try await LeadershipFence.$current.withValue(nil) {
+            try await self.withTransaction("mark registry tokens") { connection in
+                let app = try await self.appID(topic: topic, environment: environment, on: connection)
+                try await self.mark(tokens.map { TokenMark(token: $0.token, status: $0.status, reason: $0.reason, since: $0.since) }, app: app, on: connection)
+            }
         }
     }
 

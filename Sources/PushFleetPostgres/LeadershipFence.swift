@@ -28,8 +28,14 @@ public struct LeadershipFence: Sendable, Hashable {
 
 extension CampaignStore {
     /// Takes the next epoch of `lock` on the leadership connection; waits for every transaction
-    /// that holds the current epoch's row.
+    /// that holds the current epoch's row, at most twice the time after which Postgres ends an idle
+    /// one (`lock_timeout`): a transaction of the last leader that is busy rather than idle (waiting
+    /// on a lock an operator's session holds) must not keep every coordinator from leading. Then
+    /// this fails, the lock is let go, and the coordinator contends again.
     func beginEpoch(of lock: String, on connection: PostgresConnection) async throws -> LeadershipFence {
+        let wait = PostgresConfiguration.milliseconds(self.configuration.idleInTransactionTimeout * 2)
+        // A number this process computed: SET takes no bind parameters.
+        try await connection.query(PostgresQuery(unsafeSQL: "SET lock_timeout = \(wait)"), logger: self.logger)
         let rows = try await connection.query(
             """
             INSERT INTO leadership_epochs (lock_name, epoch) VALUES (\(lock), 1)
@@ -43,7 +49,8 @@ extension CampaignStore {
     }
 
     /// Inside a transaction: holds the epoch row of `fence`'s lock until the transaction ends, and
-    /// throws `leadershipLost` if a later leadership has begun.
+    /// throws `leadershipLost` if a later leadership has begun. `FOR SHARE`, not `FOR KEY SHARE`:
+    /// the next leader's `ON CONFLICT DO UPDATE` of a non-key column must wait for it.
     func check(_ fence: LeadershipFence, on connection: PostgresConnection) async throws {
         let rows = try await connection.query(
             "SELECT epoch FROM leadership_epochs WHERE lock_name = \(fence.lock) FOR SHARE", logger: self.logger

@@ -11,6 +11,7 @@ import Testing
         // busy with other suites from declaring the lock connection mute (5 intervals) first.
         configuration.leadershipCheckInterval = .seconds(2)
         let leader = CampaignStore(configuration: configuration, logger: PostgresFixture.logger)
+        try await leader.migrate()  // the leadership epochs
         let (entered, enteredContinuation) = AsyncStream<Void>.makeStream()
         let leading = Task {
             try await leader.withLeadership(named: name) {

@@ -1,6 +1,7 @@
 import Foundation
 import PostgresNIO
 @testable import PushFleetPostgres
+import PushFleetTestSupport
 import Testing
 
 /// `CampaignStore.withLeadership`: one leader per lock name, and the lock passes on when it ends.
@@ -112,12 +113,30 @@ import Testing
             let contender = Task {
                 try await second.withLeadership(named: name) { try await second.campaign(campaign.id)?.stateReason }
             }
-            // The second holds the lock now and waits to begin its epoch; let the first commit.
-            try await Task.sleep(for: .milliseconds(300))
+            // The second holds the lock now and waits to begin its epoch; then let the first commit.
+            try await Self.waitForALockWait(on: "leadership_epochs", store)
             finishContinuation.yield()
             try await straggling.value
             let seen = try await contender.value
             #expect(seen == .some("first leader"), "the second leader read the first's committed write")
+        }
+    }
+
+    /// Returns once a session waits for a row lock in a statement naming `table`.
+    static func waitForALockWait(on table: String, _ store: CampaignStore) async throws {
+        let deadline = ContinuousClock.now + .seconds(120)
+        while true {
+            let waiting = try await store.withConnection("look for lock waits") { connection in
+                let rows = try await connection.query(
+                    "SELECT count(*) FROM pg_stat_activity WHERE wait_event_type = 'Lock' AND query LIKE '%' || \(table) || '%'",
+                    logger: PostgresFixture.logger
+                )
+                for try await count in rows.decode(Int.self) { return count }
+                return 0
+            }
+            if waiting > 0 { return }
+            guard ContinuousClock.now < deadline else { throw TestSupportError("no session waited for a lock on \(table) within 120 s") }
+            try await Task.sleep(for: .milliseconds(20))
         }
     }
 
