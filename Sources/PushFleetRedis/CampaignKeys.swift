@@ -34,6 +34,10 @@ struct CampaignKeys: Sendable {
     /// HASH (a rebuilt queue only): shard id → the end of the positions whose re-sending is counted
     /// in `resent` already (see ``CampaignScripts/countLostRun``).
     var rebuilt: [UInt8] { self.key("rebuilt") }
+    /// STRING, for 7 days (a finished campaign, not a notification): its queue was removed
+    /// (``CampaignQueue/remove(campaign:topic:environment:kind:)``), and a rebuild begun before,
+    /// by a coordinator frozen past its leadership, must not put it back (``CampaignScripts/restore``).
+    var removed: [UInt8] { self.key("removed") }
     /// LIST: shard ids given up on after too many attempts.
     var dead: [UInt8] { self.key("dead") }
     /// HASH: `accepted`, `resent`, `done_shards`, `rejected:<reason>`.

@@ -90,17 +90,27 @@ extension CampaignQueue {
         }
     }
 
-    /// Deletes every key of a finished campaign and removes it from its active set.
+    /// Deletes every key of a finished campaign and removes it from its active set. A campaign
+    /// (not a notification: rings come by the second, each would leave a key) keeps a mark for a
+    /// week that its queue was removed, so that no rebuild puts it back (``CampaignKeys/removed``).
     public func remove(campaign: UUID, topic: String, environment: APNsEnvironment, kind: CampaignKind = .campaign) async throws {
         let keys = CampaignKeys(campaign)
         let active = CampaignKeys.active(topic: topic, environment: environment, kind: kind)
         try await self.client.withConnection { connection in
-            // SREM first: workers stop looking before the keys go.
+            // The mark first: from then on a late restore is refused, before any key goes.
+            if kind == .campaign {
+                _ = try connection.checkedCommand(RedisCommand.arguments("SET", keys.removed, "1", "EX", Self.removedMarkSeconds))
+            }
+            // SREM next: workers stop looking before the keys go.
             _ = try connection.checkedCommand(RedisCommand.arguments("SREM", active, campaign.uuidString.lowercased()))
             let reply = try connection.checkedCommand(RedisCommand.arguments("HGET", keys.meta, "shard_count"))
             try CampaignQueue.deleteAll(keys, shardCount: reply.integer, on: connection)
         }
     }
+
+    /// How long the mark of a removed queue lasts: far longer than any freeze a coordinator
+    /// lives through with a rebuild under way.
+    static let removedMarkSeconds = 7 * 24 * 3600
 
     func count(_ command: String, _ key: [UInt8]) async throws -> Int {
         try await self.client.withConnection { connection in

@@ -98,8 +98,9 @@ extension CampaignQueue {
     /// Rebuilds a queue Redis lost, from the shard lists staged under `launch`
     /// (``stageShards(campaign:launch:shards:)``, one per ``QueueRestoration/unfinishedShards``) and
     /// `restoration`, in one atomic step; then the campaign joins its active set again.
-    /// - Returns: true if rebuilt now; false when the campaign's meta hash exists, in which case
-    ///   nothing changed and the staged lists were deleted.
+    /// - Returns: true if rebuilt now; false when the campaign's meta hash exists or its finished
+    ///   queue was removed (``CampaignKeys/removed``), in which case nothing changed and the staged
+    ///   lists were deleted.
     /// - Throws: ``RedisError`` if a staged list is missing (nothing is changed then).
     @discardableResult
     public func restore(_ restoration: QueueRestoration, staged launch: String) async throws -> Bool {
@@ -131,7 +132,7 @@ extension CampaignQueue {
         let scriptKeys = [
             keys.meta, keys.pending, keys.cursor, keys.stats, keys.fence, keys.dead, keys.sent, keys.attempts, keys.leases, keys.owner,
             keys.checkpoints, keys.events, keys.rebuilt,
-        ] + unfinished.map { keys.staged($0, launch: launch) } + unfinished.map { keys.shard($0) }
+        ] + unfinished.map { keys.staged($0, launch: launch) } + unfinished.map { keys.shard($0) } + [keys.removed]
         return try await self.client.withConnection { [arguments] connection in
             let reply = try connection.checkedEvaluate("restore", CampaignScripts.restore, keys: scriptKeys, arguments: arguments)
             switch try connection.integer(reply, "the restore script") {

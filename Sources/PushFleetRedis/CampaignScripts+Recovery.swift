@@ -25,21 +25,23 @@ extension CampaignScripts {
     )
 
     /// Rebuilds a queue Redis lost from what Postgres kept, in one step: unless the meta hash exists
-    /// (the campaign is in Redis after all), renames the staged shard lists into place, and writes
+    /// (the campaign is in Redis after all) or the queue was removed once its campaign finished (a
+    /// rebuild of a coordinator frozen past its leadership, continued after the next leader
+    /// completed the campaign), renames the staged shard lists into place, and writes
     /// the meta hash, pending, dead, cursors, counters, the rebuilt marks and a fence above any
     /// earlier one.
     ///
     /// KEYS: 1 meta, 2 pending, 3 cursor, 4 stats, 5 fence, 6 dead, 7 sent, 8 attempts, 9 leases,
     ///       10 owner, 11 checkpoint sequences, 12 events, 13 rebuilt, then the N staged lists, then
-    ///       the N shard lists.
+    ///       the N shard lists, then the removed mark.
     /// ARGV: 1 N, 2 fence base, then six sections, each a count followed by that many values: meta
     ///       field/value pairs, pending shard ids, dead shard ids, cursor shard/value pairs, stats
     ///       field/value pairs, rebuilt shard/value pairs.
-    /// Returns 1 if rebuilt now, 0 if the meta hash exists (nothing changed), -1 (nothing changed)
-    /// if a staged list is missing.
+    /// Returns 1 if rebuilt now, 0 if the meta hash or the removed mark exists (nothing changed),
+    /// -1 (nothing changed) if a staged list is missing.
     static let restore = RedisScript(
         """
-        if redis.call('EXISTS', KEYS[1]) == 1 then return 0 end
+        if redis.call('EXISTS', KEYS[1]) == 1 or redis.call('EXISTS', KEYS[#KEYS]) == 1 then return 0 end
         local n = tonumber(ARGV[1])
         for i = 1, n do
           if redis.call('EXISTS', KEYS[13 + i]) == 0 then return -1 end

@@ -188,9 +188,42 @@ import Testing
         #expect(try await fixture.keys().count >= 8)
 
         try await fixture.queue.remove(campaign: fixture.campaign, topic: fixture.topic, environment: .sandbox)
-        #expect(try await fixture.keys() == [])
+        // Every key but the mark that the queue was removed, which lasts a week.
+        #expect(try await fixture.keys() == ["pf:{\(fixture.id)}:removed"])
+        #expect(try await fixture.command("TTL", "pf:{\(fixture.id)}:removed").integer ?? 0 > 6 * 24 * 3600)
         #expect(!(try await fixture.queue.activeCampaigns(topic: fixture.topic, environment: .sandbox).contains(fixture.campaign)))
         #expect(try await fixture.queue.descriptor(campaign: fixture.campaign) == nil)
+        try await fixture.shutdown()
+    }
+
+    /// A rebuild staged by a coordinator that was then frozen past its leadership, continued after
+    /// the next leader completed the campaign and removed its queue, puts nothing back: the
+    /// restore finds the mark that the queue was removed. The same restore of a queue Redis lost
+    /// (no mark) rebuilds it.
+    @Test func aRestoreAfterTheQueueWasRemovedPutsNothingBack() async throws {
+        let fixture = try RedisQueueFixture()
+        let tokens = try await fixture.launch([2, 2])
+        let restoration = QueueRestoration(
+            descriptor: fixture.descriptor(shardCount: 2, totalTokens: 4), launch: "l1", tokenCounts: [2, 2], cursors: [0, 0],
+            sentMarks: [0, 0], deadShards: [], counters: CampaignCounters(), fold: 1, fenceBase: QueueRestoration.fenceBase(generation: 1)
+        )
+        func stage(_ launch: String) async throws {
+            try await fixture.queue.stageShards(campaign: fixture.campaign, launch: launch, shards: tokens.enumerated().map { (shard: $0.offset, tokens: $0.element) })
+        }
+
+        try await stage("rebuild-late")
+        try await fixture.queue.remove(campaign: fixture.campaign, topic: fixture.topic, environment: .sandbox)
+        #expect(try await fixture.queue.restore(restoration, staged: "rebuild-late") == false)
+        #expect(try await fixture.keys() == ["pf:{\(fixture.id)}:removed"], "no queue, and the staged lists deleted")
+        #expect(!(try await fixture.queue.activeCampaigns(topic: fixture.topic, environment: .sandbox).contains(fixture.campaign)))
+
+        // Redis losing everything (the mark too) leaves a queue the restore rebuilds.
+        for key in try await fixture.keys() { _ = try await fixture.command("DEL", key) }
+        try await stage("rebuild-lost")
+        #expect(try await fixture.queue.restore(restoration, staged: "rebuild-lost"))
+        #expect(try await fixture.queue.descriptor(campaign: fixture.campaign) != nil)
+        #expect(try await fixture.queue.activeCampaigns(topic: fixture.topic, environment: .sandbox).contains(fixture.campaign))
+        try await fixture.queue.remove(campaign: fixture.campaign, topic: fixture.topic, environment: .sandbox)
         try await fixture.shutdown()
     }
 
