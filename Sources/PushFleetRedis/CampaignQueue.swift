@@ -68,13 +68,15 @@ public struct CampaignQueue: Sendable {
     }
 
     /// Deletes every key of the campaign, shard lists `0..<shardCount` included (or, when
-    /// `shardCount` is nil, whatever `SCAN` finds under the campaign's prefix).
+    /// `shardCount` is nil, whatever `SCAN` finds under the campaign's prefix), but the mark that
+    /// its queue was removed (``CampaignKeys/removed``), which only expires.
     static func deleteAll(_ keys: CampaignKeys, shardCount: Int?, on connection: RedisConnection) throws(RedisError) {
         var doomed = keys.fixed
         if let shardCount {
             doomed += (0..<max(0, shardCount)).map { keys.shard($0) }
         } else {
-            doomed += try self.scan(keys.pattern, on: connection)
+            let removed = keys.removed
+            doomed += try self.scan(keys.pattern, on: connection).filter { $0 != removed }
         }
         try self.delete(doomed, on: connection)
     }

@@ -38,7 +38,7 @@ extension PipelineTests {
 
         /// A finished campaign whose Redis cleanup fails stays listed by `campaignsAwaitingCleanup()`,
         /// and a later round removes its keys once the fault is gone. The fault: the topic's active
-        /// set is a string, so `CampaignQueue.remove` fails (WRONGTYPE) at its first step, while
+        /// set is a string, so `CampaignQueue.remove` fails (WRONGTYPE) at its `SREM`, after setting the removed mark, while
         /// the fold, which never reads that set, completes the campaign.
         @Test func aFailedCleanupIsRetriedByALaterRound() async throws {
             try await CoordinatorHarness.run { h in

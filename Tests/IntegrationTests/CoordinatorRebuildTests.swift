@@ -201,6 +201,8 @@ extension PipelineTests {
                 let record = try #require(try await h.store.campaign(c))
                 #expect(record.state == .cancelled)
                 #expect((record.accepted, record.cancelled, record.pending) == (2, 4, 0))
+                // Settled, with the mark that keeps a late rebuild of it from bringing it back.
+                #expect(try await h.keys(c) == [h.removedMark(c)])
             }
         }
     }
