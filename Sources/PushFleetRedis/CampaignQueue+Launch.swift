@@ -90,7 +90,8 @@ extension CampaignQueue {
     /// atomic step: the staged lists are renamed into place, the meta hash written and pending
     /// filled, unless the campaign is published already; then the id joins the active set.
     /// - Returns: true if this launch published it; false if it was published already (by another
-    ///   launch of the same id), in which case nothing of this launch was used: discard it with
+    ///   launch of the same id; the campaign may have finished since and its queue been removed),
+    ///   in which case nothing of this launch was used: discard it with
     ///   ``discardStaged(campaign:launch:shardCount:)``.
     /// - Throws: ``RedisError`` if a staged list is missing (nothing is changed then).
     @discardableResult
@@ -141,7 +142,7 @@ extension CampaignQueue {
         let keys = CampaignKeys(descriptor.id)
         let shards = 0..<descriptor.shardCount
         return (
-            [keys.meta, keys.pending] + shards.map { keys.staged($0, launch: launch) } + shards.map { keys.shard($0) },
+            [keys.meta, keys.pending] + shards.map { keys.staged($0, launch: launch) } + shards.map { keys.shard($0) } + [keys.removed],
             [descriptor.shardCount.redisArgument] + descriptor.metaFields + [Array("launch".utf8), Array(launch.utf8)]
         )
     }
@@ -157,6 +158,8 @@ extension CampaignQueue {
                     + "has a staged shard missing; nothing was published"
             )
         }
+        // Finished, its queue removed: nothing to make claimable.
+        if outcome == 2 { return false }
         // Ensured either way: a launch that died between the two steps left it out.
         try CampaignQueue.activate(descriptor, on: connection)
         return outcome == 1

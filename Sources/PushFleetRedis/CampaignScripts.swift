@@ -47,14 +47,17 @@ enum CampaignScripts {
         """
 
     /// Publishes a campaign staged by one launch, in one step: unless the campaign is published
-    /// already, renames each staged shard list into place (and keeps it: a staged list expires),
-    /// writes the meta hash and fills pending.
+    /// already, or was and has finished (its queue removed: a second launch of the id, slower than
+    /// the whole campaign), renames each staged shard list into place (and keeps it: a staged list
+    /// expires), writes the meta hash and fills pending.
     ///
-    /// KEYS: 1 meta, 2 pending, then the N staged lists, then the N shard lists. ARGV: 1 N, then
-    /// the meta fields. Returns 1 if published now, 0 if it was published already (the caller
-    /// discards its staged lists), -1 (nothing changed) if a staged list is missing.
+    /// KEYS: 1 meta, 2 pending, then the N staged lists, then the N shard lists, then the removed
+    /// mark. ARGV: 1 N, then the meta fields. Returns 1 if published now, 0 if it was published
+    /// already, 2 if it has finished (the caller discards its staged lists either way), -1
+    /// (nothing changed) if a staged list is missing.
     static let publishStaged = RedisScript(
         """
+        if redis.call('EXISTS', KEYS[#KEYS]) == 1 then return 2 end
         if redis.call('EXISTS', KEYS[1]) == 1 then return 0 end
         local n = tonumber(ARGV[1])
         for i = 1, n do

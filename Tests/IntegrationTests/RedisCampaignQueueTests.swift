@@ -276,4 +276,24 @@ import Testing
         try await fixture.queue.discard(campaign: fixture.campaign, shardCount: 2)
         try await fixture.shutdown()
     }
+
+    /// A second launch of one id, slower than the whole campaign: the first published it, the
+    /// campaign finished and its queue was removed, and then the second publishes. It publishes
+    /// nothing (the campaign would be sent again) and leaves the id out of the active set.
+    @Test func aLaunchThatPublishesAfterTheCampaignFinishedPublishesNothing() async throws {
+        let fixture = try RedisQueueFixture()
+        let tokens = [TestTokens.tokens(3, seed: 3), TestTokens.tokens(2, seed: 3)]
+        for launch in ["a", "b"] {
+            try await fixture.queue.stageShards(campaign: fixture.campaign, launch: launch, shards: tokens.enumerated().map { ($0.offset, $0.element) })
+        }
+        let descriptor = fixture.descriptor(shardCount: 2, totalTokens: 5)
+        #expect(try await fixture.queue.publish(descriptor, launch: "a"))
+        try await fixture.queue.remove(campaign: fixture.campaign, topic: fixture.topic, environment: .sandbox)
+
+        #expect(try await fixture.queue.publish(descriptor, launch: "b") == false)
+        try await fixture.queue.discardStaged(campaign: fixture.campaign, launch: "b", shardCount: 2)
+        #expect(try await fixture.keys() == ["pf:{\(fixture.id)}:removed"])
+        #expect(!(try await fixture.queue.activeCampaigns(topic: fixture.topic, environment: .sandbox).contains(fixture.campaign)))
+        try await fixture.shutdown()
+    }
 }
