@@ -135,12 +135,13 @@ import Testing
     /// A request that makes the gateway drop the connection every time, while another connection
     /// is answered: each loss is an attempt, and the request ends rejected on its own
     /// (`ConnectionLost`). One stream a connection, so that a loss takes no other request along.
-    /// The others take the other connection some 800 ms in all, so that answers keep coming
-    /// after the first loss however late a handshake is: with none since it, the losses would be
-    /// the gateway's, and the request refused as an outage (as CI once saw with 19 answered in 5
-    /// ms each).
+    /// The others take the connections more than a second in all (119 at 20 ms, one at a time on
+    /// each), so that answers keep coming after the first loss even when the poisoned request's
+    /// event loop is starved meanwhile: with none since it, the losses would be the gateway's, and
+    /// the request refused as an outage (as CI once saw, under the load of phase 1, with 19
+    /// answered in 5 ms each).
     @Test func aRequestThatDropsTheConnectionEveryTimeRunsOutOfAttempts() async throws {
-        let notifications = HTTP2SenderFixture.notifications(40)
+        let notifications = HTTP2SenderFixture.notifications(120)
         let poisoned = notifications[3].token.hexString
         let server = try await HTTP2ScriptedServer.start(maxConcurrentStreams: 1) { request in
             // The close a little later, so that the other connection answers meanwhile.
@@ -150,10 +151,10 @@ import Testing
         let (outcomes, statistics) = try await HTTP2SenderFixture.run(
             notifications, with: try HTTP2SenderFixture.configuration(port: server.port, connections: 2, maximumAttempts: 4)
         )
-        #expect(Set(outcomes.accepted.map(\.tag)) == Set((0..<40).filter { $0 != 3 }.map(UInt64.init)))
+        #expect(Set(outcomes.accepted.map(\.tag)) == Set((0..<120).filter { $0 != 3 }.map(UInt64.init)))
         #expect(outcomes.rejection(of: notifications[3].token) == .rejected(.connectionLost))
         #expect(server.requests.filter { $0.token == poisoned }.count == 4)
-        #expect(server.requests.count == 43)
+        #expect(server.requests.count == 123)
         #expect(statistics.rejected == 1 && statistics.resentAfterConnectionLoss == 4)
     }
 
