@@ -161,6 +161,9 @@ import Testing
     /// A gateway that answers nothing (it hangs): every attempt times out, and with no answer on
     /// any connection meanwhile the notifications are refused as an outage (a campaign pauses
     /// until APNs heals), never rejected as if the tokens were at fault, never sent forever.
+    /// How many attempts go before the refusal depends on how the timeouts and reconnects fall
+    /// (under phase 1's load CI saw 7 requests, not 9): each token is sent at most
+    /// `maximumAttempts` times, and every request sent is counted as possibly delivered.
     @Test func aGatewayThatAnswersNothingIsAnOutage() async throws {
         let notifications = HTTP2SenderFixture.notifications(3)
         let server = try await HTTP2ScriptedServer.start { _ in [] }
@@ -172,8 +175,11 @@ import Testing
         for notification in notifications {
             #expect(outcomes.rejection(of: notification.token) == .refused(.connectionLost, status: 0))
         }
-        #expect(server.requests.count == 9)
-        #expect(statistics.requestTimeouts == 3 && statistics.resentAfterConnectionLoss == 9)
+        let sent = Dictionary(grouping: server.requests, by: \.token)
+        #expect(sent.count == 3 && sent.values.allSatisfy { (1...3).contains($0.count) }, "\(sent.mapValues(\.count))")
+        #expect(statistics.requestTimeouts >= 1)
+        // The server may not have read a request before the client gave its connection up.
+        #expect((server.requests.count...9).contains(statistics.resentAfterConnectionLoss), "\(statistics)")
     }
 
     @Test func retriesRunOutIntoARejectionWithAPNsReason() async throws {
