@@ -62,17 +62,16 @@ import Testing
             }
             let straggling = try #require(straggler)
 
-            let second = CampaignStore(configuration: try PostgresFixture.configuration(), logger: PostgresFixture.logger)
-            let running = Task { await second.run() }
-            defer { running.cancel() }
-            let led: Bool? = try await second.withLeadership(named: name) {
-                let resumed = try await second.setState(campaign.id, to: .running, from: [.paused])
-                #expect(resumed, "the second leader's write")
-                goContinuation.yield()
-                await #expect(throws: PostgresStoreError.self, "the first leadership's write, after the second began") {
-                    _ = try await straggling.value
+            let led: Bool? = try await PostgresFixture.withStore { second in
+                try await second.withLeadership(named: name) {
+                    let resumed = try await second.setState(campaign.id, to: .running, from: [.paused])
+                    #expect(resumed, "the second leader's write")
+                    goContinuation.yield()
+                    await #expect(throws: PostgresStoreError.self, "the first leadership's write, after the second began") {
+                        _ = try await straggling.value
+                    }
+                    return true
                 }
-                return true
             }
             #expect(led == true)
             let record = try #require(try await store.campaign(campaign.id))
@@ -107,17 +106,16 @@ import Testing
             let straggling = try #require(straggler)
             for await _ in inside { break }
 
-            let second = CampaignStore(configuration: try PostgresFixture.configuration(), logger: PostgresFixture.logger)
-            let running = Task { await second.run() }
-            defer { running.cancel() }
-            let contender = Task {
-                try await second.withLeadership(named: name) { try await second.campaign(campaign.id)?.stateReason }
+            let seen = try await PostgresFixture.withStore { second in
+                let contender = Task {
+                    try await second.withLeadership(named: name) { try await second.campaign(campaign.id)?.stateReason }
+                }
+                // The second holds the lock now and waits to begin its epoch; then let the first commit.
+                try await Self.waitForALockWait(on: "leadership_epochs", store)
+                finishContinuation.yield()
+                try await straggling.value
+                return try await contender.value
             }
-            // The second holds the lock now and waits to begin its epoch; then let the first commit.
-            try await Self.waitForALockWait(on: "leadership_epochs", store)
-            finishContinuation.yield()
-            try await straggling.value
-            let seen = try await contender.value
             #expect(seen == .some("first leader"), "the second leader read the first's committed write")
         }
     }
