@@ -113,9 +113,10 @@ import Testing
     }
 
     /// A provider token APNs refuses (a team id it does not know): every notification's answer is
-    /// the provider's refusal, printed for its token and counted by its reason; nothing delivered.
-    /// APNs failing (503 to every request) past the retries is printed so too, and fails the
-    /// command: those notifications are worth sending again, where no retry cures the refusal.
+    /// the provider's refusal, printed for its token and counted by its reason; nothing delivered,
+    /// and the command fails naming the gateway and the reason (before, it exited 0). APNs failing
+    /// (503 to every request) past the retries is printed so too, and fails the command as not
+    /// delivered: those notifications are worth sending again, where no retry cures the refusal.
     @Test(arguments: [("NOTMYTEAM1", nil, "InvalidProviderToken"), (HTTP2GatewayFixture.teamID, 1, "ServiceUnavailable")] as [(String, Int?, String)])
     func aRefusalOverHTTP2IsPrintedForEachToken(teamID: String, serviceUnavailableEvery: Int?, reason: String) async throws {
         let tokens = TestTokens.tokens(40, seed: UInt64.random(in: 1...UInt64.max))
@@ -129,8 +130,12 @@ import Testing
              "--auth-key", certificates.authKey, "--key-id", HTTP2GatewayFixture.keyID, "--team-id", teamID,
              "--topic", "com.example.send", "--tokens", file, "--payload", Self.payload, "--answer-timeout-ms", "300000", "--json"]
         )
+        #expect(result.status != 0)
         if serviceUnavailableEvery == nil {
-            #expect(result.status == 0, "\(result.error.suffix(2_000))")
+            #expect(
+                result.error.contains("40 notifications were not delivered: 127.0.0.1:\(fixture.port) refused the provider or was not trusted (InvalidProviderToken)"),
+                "\(result.error.suffix(1_000))"
+            )
         } else {
             #expect(result.status != 0)
             #expect(result.error.contains("40 notifications were not delivered: APNs at 127.0.0.1:\(fixture.port) kept failing"), "\(result.error.suffix(1_000))")
@@ -143,6 +148,49 @@ import Testing
         #expect(summary["rejected"] as? [String: Int] == [reason: tokens.count])
         #expect(summary["unsettled"] as? Int == 0)
         #expect(fixture.server.ledger.snapshot().accepted == 0)
+    }
+
+    /// TLS refused, on either protocol: a gateway certificate that `--ca` does not cover (the
+    /// sender refuses it), and a client certificate from a CA the gateway does not trust (the
+    /// gateway refuses it). Every notification is printed with its reason and the command fails
+    /// naming the gateway; before, it printed `TLSFailure` for each token and exited 0. (A refused
+    /// client certificate whose alert loses the race with the connection's reset reads as an
+    /// outage, `ConnectionLost`, and fails the command as not delivered: either way not 0.)
+    @Test(arguments: ["http2", "binary"], [true, false])
+    func aRefusedCertificateFailsTheCommand(_ wire: String, untrustedGateway: Bool) async throws {
+        let fixture = try await BinaryFixture.start()
+        defer { Task { await fixture.stop() } }
+        let certificates = fixture.certificates
+        let tokens = TestTokens.tokens(30, seed: 11)
+        let file = try Self.writeTokens(tokens)
+        defer { try? FileManager.default.removeItem(atPath: file) }
+        let port = wire == "http2" ? try #require(fixture.ports.http2) : fixture.binaryPort
+        let roots = untrustedGateway ? certificates.directory + "/rogue-ca.pem" : certificates.caCertificate
+        let credentials = untrustedGateway
+            ? ["--cert", certificates.clientCertificate, "--key", certificates.clientKey]
+            : ["--cert", certificates.rogueClientCertificate, "--key", certificates.rogueClientKey]
+        let result = try await PushFleetProcess.run(
+            ["send", "--protocol", wire, "--endpoint", "127.0.0.1:\(port)", "--ca", roots, "--tokens", file, "--payload", Self.payload,
+             "--json"] + credentials + (wire == "http2" ? ["--topic", "com.example.send"] : [])
+        )
+        #expect(result.status != 0)
+        let rejections = Self.rejections(result.output)
+        #expect(Set(rejections.map(\.token)) == Set(tokens.map(\.hexString)))
+        if untrustedGateway {
+            #expect(
+                result.error.contains("30 notifications were not delivered: 127.0.0.1:\(port) refused the provider or was not trusted (TLSFailure)"),
+                "\(result.error.suffix(1_000))"
+            )
+            #expect(rejections.allSatisfy { $0.reason == "TLSFailure" })
+        } else {
+            #expect(result.error.contains("30 notifications were not delivered"), "\(result.error.suffix(1_000))")
+            #expect(result.error.contains("127.0.0.1:\(port)"), "\(result.error.suffix(1_000))")
+            #expect(rejections.allSatisfy { $0.reason == "TLSFailure" || $0.reason == "ConnectionLost" }, "\(rejections.map(\.reason))")
+        }
+        let summary = try Self.summary(result.output)
+        #expect(summary["accepted"] as? Int == 0)
+        #expect(summary["unsettled"] as? Int == 0)
+        #expect(fixture.ledger.snapshot().accepted == 0)
     }
 
     /// The `TOKEN<TAB>REASON` lines of `send`'s output.

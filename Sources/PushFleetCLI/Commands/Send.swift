@@ -14,8 +14,9 @@ struct Send: AsyncParsableCommand {
         discussion: """
             Rejected tokens are printed on standard output as "TOKEN<TAB>REASON"; a summary goes to \
             standard error (or, with --json, one JSON object to standard output instead). The exit \
-            status is not 0 when a notification has no answer at the end, or APNs kept failing for it \
-            (5xx, 429 or no answer past the retries). Over HTTP/2 \
+            status is not 0 when a notification has no answer at the end, APNs kept failing for it \
+            (5xx, 429 or no answer past the retries), or the provider was refused (its credentials, \
+            topic or certificate, or a gateway certificate --ca does not cover). Over HTTP/2 \
             give --topic, and either --auth-key with --key-id and --team-id, or a client certificate.
             """
     )
@@ -86,6 +87,7 @@ struct Send: AsyncParsableCommand {
         var accepted: Int
         var rejections: [Rejection]
         var outages: Int
+        var refusals: [RejectionReason: Int]
         var unsettled: Int
         /// The protocol's own counters, in summary order.
         var counters: [(String, Int)]
@@ -170,6 +172,15 @@ struct Send: AsyncParsableCommand {
             // Not the tokens' fault and not delivered: worth sending again, so not a success.
             throw CLIError("\(outcome.outages) notifications were not delivered: APNs at \(endpoint) kept failing (printed with its reason)")
         }
+        if !outcome.refusals.isEmpty {
+            // No token's fault either, and no retry cures it: the credentials, topic or trust roots must change.
+            let count = outcome.refusals.values.reduce(0, +)
+            let reasons = outcome.refusals.keys.map(\.rawValue).sorted().joined(separator: ", ")
+            throw CLIError(
+                "\(count) notifications were not delivered: \(endpoint) refused the provider or was not trusted (\(reasons)); "
+                    + "check the credentials, --topic and --ca"
+            )
+        }
     }
 
     private func sendBinary(_ next: () throws -> [DeviceToken]) async throws -> (Endpoint, Outcome) {
@@ -187,7 +198,7 @@ struct Send: AsyncParsableCommand {
         let result = try await delivery.run(next: next, progress: { _ in })
         return (endpoint, Outcome(
             accepted: result.accepted, rejections: result.rejections, outages: result.outages,
-            unsettled: result.unsettled,
+            refusals: result.refusals, unsettled: result.unsettled,
             counters: [
                 ("connections_opened", result.statistics.connectionsOpened),
                 ("frames_written", result.statistics.framesWritten),
@@ -216,7 +227,7 @@ struct Send: AsyncParsableCommand {
         let statistics = result.statistics
         return (endpoint, Outcome(
             accepted: result.accepted, rejections: result.rejections, outages: result.outages,
-            unsettled: result.unsettled,
+            refusals: result.refusals, unsettled: result.unsettled,
             counters: [
                 ("connections_opened", statistics.connectionsOpened),
                 ("requests_written", statistics.requestsWritten),

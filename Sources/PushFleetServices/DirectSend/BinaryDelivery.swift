@@ -10,6 +10,7 @@ public struct BinaryDelivery: Sendable {
         public var accepted = 0
         public var rejections: [Rejection] = []
         public var outages = 0
+        public var refusals: [RejectionReason: Int] = [:]
         public var statistics = BinarySender.Statistics()
         public var unsettled = 0
     }

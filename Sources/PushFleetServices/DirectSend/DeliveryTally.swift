@@ -9,6 +9,10 @@ public protocol DeliveryTally {
     /// Those of ``rejections`` that are APNs failing (5xx or 429 past the retries, no answer on any
     /// attempt), not a verdict on the token or the provider: sending them later may succeed.
     var outages: Int { get set }
+    /// Those of ``rejections`` that are the provider refused (its credentials, topic or
+    /// certificate, or a gateway certificate it does not trust), by reason: the same answer would
+    /// come for every token, and no retry cures it.
+    var refusals: [RejectionReason: Int] { get set }
 }
 
 extension DeliveryTally {
@@ -20,7 +24,7 @@ extension DeliveryTally {
             case .rejected(_, let rejection): self.rejections.append(rejection)
             case .refused(_, let token, let refusal):
                 self.rejections.append(Rejection(token: token, reason: refusal.reason))
-                if refusal.isOutage { self.outages += 1 }
+                if refusal.isOutage { self.outages += 1 } else { self.refusals[refusal.reason, default: 0] += 1 }
             }
         }
     }

@@ -11,6 +11,7 @@ public struct HTTP2Delivery: Sendable {
         public var accepted = 0
         public var rejections: [Rejection] = []
         public var outages = 0
+        public var refusals: [RejectionReason: Int] = [:]
         public var statistics = HTTP2Sender.Statistics()
         public var unsettled = 0
     }
