@@ -2,6 +2,7 @@
 # scripts/bench.sh [--tokens N] [--workers W] [--connections C] [--protocol binary|http2] [--error-delay-ms D]
 #                  [--stale-percent P] [--doorbell] [--unkind-gateway] [--rate R] [--personalized]
 #                  [--autogroup 0|1] [--service-weight W] [--registered] [--coordinator-interval-ms MS]
+#                  [--answer-delay-ms D]
 #
 # The whole system on this machine, everything local: Redis, Postgres, the simulator, a
 # coordinator and W workers as separate processes; one campaign of N tokens (default
@@ -38,6 +39,10 @@
 # kindly as it can: 250 streams per connection, HTTP/2's 65,535-byte window for request bodies
 # refunded with a WINDOW_UPDATE per request, every answer frame in a TLS record of its own; and 20%
 # of the tokens stale (a rejection body each) unless --stale-percent says otherwise.
+# --answer-delay-ms D (HTTP/2) makes the simulator write every answer D ms after it read the
+# request, as a gateway across a network is heard from a round trip later: the delivery is then
+# bound by the streams in flight and the round trip, as against APNs, rather than by this
+# machine's two cores, which the fleet, the simulator, Redis and Postgres otherwise share.
 # --autogroup 0|1 sets kernel.sched_autogroup_enabled for the run and puts it back afterwards (as
 # root): whether Linux groups processes by session, which decides whether the workers' niced
 # campaign threads give way to Postgres, Redis and the API (docs/operations.md, "Sharing cores").
@@ -67,6 +72,7 @@ autogroup_wanted=
 service_weight=
 registered=0
 coordinator_interval_ms=500
+answer_delay_ms=
 while (($#)); do
     case "$1" in
         --tokens) tokens="$2"; shift 2 ;;
@@ -83,6 +89,7 @@ while (($#)); do
         --service-weight) service_weight="$2"; shift 2 ;;
         --registered) registered=1; shift ;;
         --coordinator-interval-ms) coordinator_interval_ms="$2"; shift 2 ;;
+        --answer-delay-ms) answer_delay_ms="$2"; shift 2 ;;
         *) echo "unknown option $1" >&2; exit 2 ;;
     esac
 done
@@ -93,11 +100,14 @@ done
 tokens="${tokens:-$([[ -n "$rate" ]] && echo $((rate * 20)) || echo 10000000)}"
 ((registered == 0 || personalized == 0)) || { echo "--registered launches from the registry, which holds no recipient values: not with --personalized" >&2; exit 2; }
 ((unkind == 0)) || [[ "$protocol" == http2 ]] || { echo "--unkind-gateway is for --protocol http2" >&2; exit 2; }
+[[ -z "$answer_delay_ms" || "$answer_delay_ms" =~ ^[1-9][0-9]*$ ]] || { echo "--answer-delay-ms is a number of milliseconds" >&2; exit 2; }
+[[ -z "$answer_delay_ms" || "$protocol" == http2 ]] || { echo "--answer-delay-ms is for --protocol http2" >&2; exit 2; }
 stale_percent="${stale_percent:-$((unkind ? 20 : 0))}"
-unkind_options=()
+gateway_options=()
 gateway_note=""
 ((unkind == 0)) || gateway_note=", unkind gateway"
-((unkind == 0)) || unkind_options=(--max-concurrent-streams 250 --connection-window 65535 --window-update-per-request --flush-each-frame)
+((unkind == 0)) || gateway_options=(--max-concurrent-streams 250 --connection-window 65535 --window-update-per-request --flush-each-frame)
+[[ -z "$answer_delay_ms" ]] || { gateway_options+=(--answer-delay-ms "$answer_delay_ms"); gateway_note+=", answers ${answer_delay_ms} ms late"; }
 [[ "$stale_percent" =~ ^[0-9]+(\.[0-9]+)?$ ]] && awk -v p="$stale_percent" 'BEGIN { exit !(p <= 100) }' ||
     { echo "--stale-percent is a percentage from 0 to 100" >&2; exit 2; }
 
@@ -225,7 +235,7 @@ unregistered_count="$(wc -l <"$tmp/unregistered.txt")"
 
 pf_start_simulator --error-delay-ms "$error_delay_ms" \
     --provider-key "PFBENCHKEY:PFBENCHTEA:$tmp/certs/auth-key-public.pem" \
-    --invalid-tokens "$tmp/invalid.txt" --unregistered-tokens "$tmp/unregistered.txt" ${unkind_options[@]+"${unkind_options[@]}"}
+    --invalid-tokens "$tmp/invalid.txt" --unregistered-tokens "$tmp/unregistered.txt" ${gateway_options[@]+"${gateway_options[@]}"}
 simulator_pid="${pids[-1]}"
 redis_pid="$(cat "$tmp/redis/redis.pid")"
 postgres_pid="$(head -n 1 "$tmp/pg/pgdata/postmaster.pid")"
