@@ -2,7 +2,7 @@
 # scripts/bench.sh [--tokens N] [--workers W] [--connections C] [--protocol binary|http2] [--error-delay-ms D]
 #                  [--stale-percent P] [--doorbell] [--unkind-gateway] [--rate R] [--personalized]
 #                  [--autogroup 0|1] [--service-weight W] [--registered] [--coordinator-interval-ms MS]
-#                  [--answer-delay-ms D]
+#                  [--answer-delay-ms D] [--simulator-nice N]
 #
 # The whole system on this machine, everything local: Redis, Postgres, the simulator, a
 # coordinator and W workers as separate processes; one campaign of N tokens (default
@@ -43,6 +43,8 @@
 # request, as a gateway across a network is heard from a round trip later: the delivery is then
 # bound by the streams in flight and the round trip, as against APNs, rather than by this
 # machine's two cores, which the fleet, the simulator, Redis and Postgres otherwise share.
+# --simulator-nice N runs the simulator at niceness N (-20 to 19; below 0 as root): at -15 its work
+# no longer waits behind the fleet's for a core, as APNs' work, done on Apple's machines, does not.
 # --autogroup 0|1 sets kernel.sched_autogroup_enabled for the run and puts it back afterwards (as
 # root): whether Linux groups processes by session, which decides whether the workers' niced
 # campaign threads give way to Postgres, Redis and the API (docs/operations.md, "Sharing cores").
@@ -73,6 +75,7 @@ service_weight=
 registered=0
 coordinator_interval_ms=500
 answer_delay_ms=
+simulator_nice=
 while (($#)); do
     case "$1" in
         --tokens) tokens="$2"; shift 2 ;;
@@ -90,6 +93,7 @@ while (($#)); do
         --registered) registered=1; shift ;;
         --coordinator-interval-ms) coordinator_interval_ms="$2"; shift 2 ;;
         --answer-delay-ms) answer_delay_ms="$2"; shift 2 ;;
+        --simulator-nice) simulator_nice="$2"; shift 2 ;;
         *) echo "unknown option $1" >&2; exit 2 ;;
     esac
 done
@@ -102,12 +106,15 @@ tokens="${tokens:-$([[ -n "$rate" ]] && echo $((rate * 20)) || echo 10000000)}"
 ((unkind == 0)) || [[ "$protocol" == http2 ]] || { echo "--unkind-gateway is for --protocol http2" >&2; exit 2; }
 [[ -z "$answer_delay_ms" || "$answer_delay_ms" =~ ^[1-9][0-9]*$ ]] || { echo "--answer-delay-ms is a number of milliseconds" >&2; exit 2; }
 [[ -z "$answer_delay_ms" || "$protocol" == http2 ]] || { echo "--answer-delay-ms is for --protocol http2" >&2; exit 2; }
+[[ -z "$simulator_nice" ]] || { [[ "$simulator_nice" =~ ^-?[0-9]+$ ]] && ((simulator_nice >= -20 && simulator_nice <= 19)); } ||
+    { echo "--simulator-nice is a niceness from -20 to 19" >&2; exit 2; }
 stale_percent="${stale_percent:-$((unkind ? 20 : 0))}"
 gateway_options=()
 gateway_note=""
 ((unkind == 0)) || gateway_note=", unkind gateway"
 ((unkind == 0)) || gateway_options=(--max-concurrent-streams 250 --connection-window 65535 --window-update-per-request --flush-each-frame)
 [[ -z "$answer_delay_ms" ]] || { gateway_options+=(--answer-delay-ms "$answer_delay_ms"); gateway_note+=", answers ${answer_delay_ms} ms late"; }
+[[ -z "$simulator_nice" ]] || gateway_note+=", simulator at niceness $simulator_nice"
 [[ "$stale_percent" =~ ^[0-9]+(\.[0-9]+)?$ ]] && awk -v p="$stale_percent" 'BEGIN { exit !(p <= 100) }' ||
     { echo "--stale-percent is a percentage from 0 to 100" >&2; exit 2; }
 
@@ -115,6 +122,7 @@ gateway_note=""
     { echo "--service-weight is a CPU weight from 1 to 10000" >&2; exit 2; }
 service_cgroup=
 service_mover=
+simulator_renicer=
 # Makes the services' cgroup and puts Postgres (its server and every backend it forks) and Redis in
 # it; a loop puts each `pushfleet api` there as the demo starts it.
 start_service_cgroup() {
@@ -150,6 +158,7 @@ bench_exit() {
     set +e  # every step runs, whatever an earlier one did
     [[ -z "$autogroup_before" ]] || echo "$autogroup_before" >"$autogroup_file"
     [[ -z "$service_mover" ]] || kill "$service_mover" 2>/dev/null || true
+    [[ -z "$simulator_renicer" ]] || kill "$simulator_renicer" 2>/dev/null || true
     [[ -z "${tmp:-}" ]] || pf_harness_stop
     [[ -z "$service_cgroup" ]] || rmdir "$service_cgroup" 2>/dev/null ||
         echo "bench: $service_cgroup is left behind (a process still in it: see its cgroup.procs)" >&2
@@ -237,6 +246,20 @@ pf_start_simulator --error-delay-ms "$error_delay_ms" \
     --provider-key "PFBENCHKEY:PFBENCHTEA:$tmp/certs/auth-key-public.pem" \
     --invalid-tokens "$tmp/invalid.txt" --unregistered-tokens "$tmp/unregistered.txt" ${gateway_options[@]+"${gateway_options[@]}"}
 simulator_pid="${pids[-1]}"
+if [[ -n "$simulator_nice" ]]; then
+    # Linux keeps a niceness per thread, and the Swift runtime sets its pool threads' own, so
+    # every thread of the simulator is set, and set again as it starts more.
+    # Read from /proc without a process per thread; renice only a thread not yet set.
+    while kill -0 "$simulator_pid" 2>/dev/null; do
+        for task in /proc/"$simulator_pid"/task/*; do
+            read -r stat <"$task/stat" 2>/dev/null || continue
+            read -ra fields <<<"${stat##*) }"  # from field 3 (state) on; niceness is field 19
+            [[ "${fields[16]}" == "$simulator_nice" ]] || renice -n "$simulator_nice" -p "${task##*/}" >/dev/null 2>&1 || true
+        done
+        sleep 0.2
+    done &
+    simulator_renicer=$!
+fi
 redis_pid="$(cat "$tmp/redis/redis.pid")"
 postgres_pid="$(head -n 1 "$tmp/pg/pgdata/postmaster.pid")"
 if [[ "$protocol" == binary ]]; then
