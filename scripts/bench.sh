@@ -108,6 +108,10 @@ tokens="${tokens:-$([[ -n "$rate" ]] && echo $((rate * 20)) || echo 10000000)}"
 [[ -z "$answer_delay_ms" || "$protocol" == http2 ]] || { echo "--answer-delay-ms is for --protocol http2" >&2; exit 2; }
 [[ -z "$simulator_nice" ]] || { [[ "$simulator_nice" =~ ^-?[0-9]+$ ]] && ((simulator_nice >= -20 && simulator_nice <= 19)); } ||
     { echo "--simulator-nice is a niceness from -20 to 19" >&2; exit 2; }
+[[ -z "$simulator_nice" ]] || ((simulator_nice >= 0 || EUID == 0)) || { echo "--simulator-nice below 0 needs root" >&2; exit 2; }
+# The doorbell and rate runs start their simulator inside `pushfleet demo`, which these do not reach.
+[[ -z "$answer_delay_ms$simulator_nice" ]] || { ((doorbell == 0)) && [[ -z "$rate" ]]; } ||
+    { echo "--answer-delay-ms and --simulator-nice are for a campaign run, not with --doorbell or --rate" >&2; exit 2; }
 stale_percent="${stale_percent:-$((unkind ? 20 : 0))}"
 gateway_options=()
 gateway_note=""
@@ -247,9 +251,8 @@ pf_start_simulator --error-delay-ms "$error_delay_ms" \
     --invalid-tokens "$tmp/invalid.txt" --unregistered-tokens "$tmp/unregistered.txt" ${gateway_options[@]+"${gateway_options[@]}"}
 simulator_pid="${pids[-1]}"
 if [[ -n "$simulator_nice" ]]; then
-    # Linux keeps a niceness per thread, and the Swift runtime sets its pool threads' own, so
-    # every thread of the simulator is set, and set again as it starts more.
-    # Read from /proc without a process per thread; renice only a thread not yet set.
+    # Linux keeps a niceness per thread, and the Swift runtime sets its pool threads' own: each
+    # thread is read from /proc and reniced while not yet at N, again as the simulator starts more.
     while kill -0 "$simulator_pid" 2>/dev/null; do
         for task in /proc/"$simulator_pid"/task/*; do
             read -r stat <"$task/stat" 2>/dev/null || continue
