@@ -9,7 +9,8 @@ import Glibc
 /// The crash tests of `PipelineTests` over HTTP/2: 60,000 tokens (1% `BadDeviceToken`, 1% `410
 /// Unregistered`), three workers with provider-token auth, 100 streams per connection, and a
 /// worker or the coordinator killed, frozen or drained along the way (the kill, the freeze and
-/// the drain against the unkind gateway too, with a fifth of the audience stale); then one
+/// the drain against the unkind gateway too, with a fifth of the audience stale; a drain while the
+/// gateway answers 429 and 503 to be retried, against either gateway); then one
 /// connection carrying 200,000 tokens with 20% rejections at APNs' 1,000 streams. In the pipeline
 /// suite, so their coordinator never leads while another pipeline test runs.
 extension PipelineTests {
@@ -81,17 +82,46 @@ extension PipelineTests {
     func http2SigtermDrainsWithoutDuplicates(_ manner: GatewayManner) async throws {
         let fixture = try await Self.crashFixture(manner)
         defer { Task { await fixture.stop() } }
+        _ = try await Self.drainOneOfThreeWorkers(fixture)
+    }
+
+    /// The drain while the gateway asks for retries: every 50th stream answered 429 (retried after
+    /// a backoff of a second or more) and every 70th 503. The draining worker holds notifications
+    /// waiting out a backoff, and others written again and unanswered; it must finish or hand back
+    /// each of them, so that nothing is lost, delivered twice, or counted twice.
+    @Test(arguments: [GatewayManner.kind, .unkind])
+    func http2SigtermDrainsWhileRetryingWithoutDuplicates(_ manner: GatewayManner) async throws {
+        let fixture = try await PipelineFixture.start(
+            count: Self.crashCount, http2Faults: .init(tooManyRequestsEvery: 50, serviceUnavailableEvery: 70),
+            maxConcurrentStreams: Self.crashStreams, manner: manner
+        )
+        defer { Task { await fixture.stop() } }
+        let (status, drained) = try await Self.drainOneOfThreeWorkers(fixture)
+        #expect((drained["retried"] ?? 0) > 0, "the drained worker never retried: the test missed its case")
+        // Each 429 and 503 the simulator answered was a request to make again, and counted once.
+        let snapshot = fixture.mock.ledger.snapshot()
+        let retryable = (snapshot.rejected["TooManyRequests"] ?? 0) + (snapshot.rejected["ServiceUnavailable"] ?? 0)
+        #expect(retryable > 0)
+        #expect(status["retried"] as? Int == retryable, "retried is not the number of 429 and 503 answers")
+    }
+
+    /// Three workers, the second drained by SIGTERM a third of the way in: it exits cleanly, and the
+    /// campaign completes exactly with nothing delivered twice. Returns the final status and the
+    /// drained worker's sender counters.
+    private static func drainOneOfThreeWorkers(_ fixture: PipelineFixture) async throws -> (status: [String: Any], drained: [String: Int]) {
         let coordinator = try fixture.startCoordinator()
         let workers = try (0..<3).map { _ in try fixture.startHTTP2Worker(.providerToken) }
         let id = try await fixture.launch(protocol: "http2")
         _ = try await fixture.waitForStatus(id) { ($0["accepted"] as? Int ?? 0) >= Self.crashCount / 3 }
         workers[1].signal(SIGTERM)
         #expect(await workers[1].wait() == 0, "a draining worker exits cleanly")
+        let drained = try #require(senderCounters(workers[1].standardOutput), "no `sender {…}` line: \(workers[1].standardOutput)")
         let status = try await fixture.waitForCompletion(id, limit: .seconds(900))
         fixture.expectReconciled(status, duplicatesAllowed: 0, http2: true)
         fixture.expectCountsAddUp(status)
         #expect(status["resent"] as? Int == 0)
         await stopAll([workers[0], workers[2], coordinator])
+        return (status, drained)
     }
 
     @Test func http2CoordinatorRestartCountsNothingTwice() async throws {
