@@ -29,6 +29,10 @@ struct CampaignKeys: Sendable {
     var sent: [UInt8] { self.key("sent") }
     /// HASH: shard id → how many holders lost it.
     var attempts: [UInt8] { self.key("attempts") }
+    /// HASH: shard id → the positions at or past its cursor already delivered, packed by
+    /// ``DeliveredPositions``: what a run that gave the shard back knew was accepted above its
+    /// mark, for the next holder to count without sending again.
+    var delivered: [UInt8] { self.key("delivered") }
     /// HASH: shard id → `worker|fence#sequence` of the last checkpoint applied.
     var checkpoints: [UInt8] { self.key("ckseq") }
     /// HASH (a rebuilt queue only): shard id → the end of the positions whose re-sending is counted
@@ -58,8 +62,8 @@ struct CampaignKeys: Sendable {
 
     /// Every key but the shard lists.
     var fixed: [[UInt8]] {
-        [self.meta, self.pending, self.leases, self.owner, self.fence, self.cursor, self.sent, self.attempts, self.dead,
-         self.stats, self.events, self.checkpoints, self.rebuilt, self.bucket]
+        [self.meta, self.pending, self.leases, self.owner, self.fence, self.cursor, self.sent, self.attempts, self.delivered,
+         self.dead, self.stats, self.events, self.checkpoints, self.rebuilt, self.bucket]
     }
 
     /// `SCAN` pattern matching every key of the campaign.

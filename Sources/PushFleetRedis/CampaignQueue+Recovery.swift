@@ -82,7 +82,7 @@ extension CampaignQueue {
         let keys = CampaignKeys(campaign)
         return try await self.client.withConnection { connection -> QueueSnapshot? in
             let reply = try connection.checkedEvaluate(
-                "snapshot", CampaignScripts.snapshot, keys: [keys.meta, keys.stats, keys.cursor, keys.sent], arguments: []
+                "snapshot", CampaignScripts.snapshot, keys: [keys.meta, keys.stats, keys.cursor, keys.sent, keys.delivered], arguments: []
             )
             if reply.isNull { return nil }
             guard let parts = reply.array, parts.count == 5 else { throw connection.unexpected("the snapshot script", reply) }
@@ -131,7 +131,7 @@ extension CampaignQueue {
 
         let scriptKeys = [
             keys.meta, keys.pending, keys.cursor, keys.stats, keys.fence, keys.dead, keys.sent, keys.attempts, keys.leases, keys.owner,
-            keys.checkpoints, keys.events, keys.rebuilt,
+            keys.checkpoints, keys.events, keys.rebuilt, keys.delivered,
         ] + unfinished.map { keys.staged($0, launch: launch) } + unfinished.map { keys.shard($0) } + [keys.removed]
         return try await self.client.withConnection { [arguments] connection in
             let reply = try connection.checkedEvaluate("restore", CampaignScripts.restore, keys: scriptKeys, arguments: arguments)

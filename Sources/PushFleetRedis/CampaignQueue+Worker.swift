@@ -53,14 +53,14 @@ extension CampaignQueue {
                 return (try Self.descriptor(replies[0], campaign: campaign, on: connection), lease)
             } catch {
                 // Claimed before the descriptor was known to be readable: the shard goes back, unsent.
-                if let lease { _ = try? Self.release(lease, cursor: lease.cursor, countAttempt: false, on: connection) }
+                if let lease { _ = try? Self.release(lease, cursor: lease.cursor, delivered: lease.delivered, countAttempt: false, on: connection) }
                 throw error
             }
         }
     }
 
     private static func claimKeys(_ keys: CampaignKeys) -> [[UInt8]] {
-        [keys.meta, keys.pending, keys.leases, keys.owner, keys.fence, keys.cursor, keys.sent, keys.attempts, keys.stats]
+        [keys.meta, keys.pending, keys.leases, keys.owner, keys.fence, keys.cursor, keys.sent, keys.attempts, keys.stats, keys.delivered]
     }
 
     private static func claimArguments(_ worker: String, _ leaseMilliseconds: Int) -> [[UInt8]] {
@@ -73,9 +73,12 @@ extension CampaignQueue {
         _ reply: RedisReply, campaign: UUID, worker: String, length lengthOfShard0: Int?, on connection: RedisConnection
     ) throws(RedisError) -> ShardLease? {
         if reply.isNull { return nil }
-        guard let parts = reply.array, parts.count == 4, let shard = parts[0].integer, let fence = parts[1].integer,
-            let cursor = parts[2].integer, let attempts = parts[3].integer
+        guard let parts = reply.array, parts.count == 5, let shard = parts[0].integer, let fence = parts[1].integer,
+            let cursor = parts[2].integer, let attempts = parts[3].integer, let packed = parts[4].bytes
         else { throw connection.unexpected("the claim script", reply) }
+        // A list PushFleet did not write leaves nothing delivered: the shard is sent in full, never
+        // stranded with its lease taken.
+        let delivered = DeliveredPositions.decode(packed) ?? []
         // The list is immutable while we hold the lease, so its length needs no atomicity.
         let length: Int
         if shard == 0, let lengthOfShard0 {
@@ -85,7 +88,8 @@ extension CampaignQueue {
             length = try connection.integer(reply, "LLEN")
         }
         return ShardLease(
-            campaign: campaign, shard: shard, owner: "\(worker)|\(fence)", fence: fence, cursor: cursor, attempts: attempts, tokenCount: length
+            campaign: campaign, shard: shard, owner: "\(worker)|\(fence)", fence: fence, cursor: cursor, attempts: attempts, tokenCount: length,
+            delivered: delivered.filter { $0 >= cursor && $0 < length }
         )
     }
 
@@ -194,6 +198,7 @@ extension CampaignQueue {
                 "complete", CampaignScripts.complete,
                 keys: [
                     keys.owner, keys.cursor, keys.leases, keys.sent, keys.stats, keys.events, keys.shard(lease.shard), keys.checkpoints,
+                    keys.delivered,
                 ],
                 arguments: [lease.shard.redisArgument, Array(lease.owner.utf8)]
             )
@@ -208,20 +213,32 @@ extension CampaignQueue {
     /// in a checkpoint before releasing if they may have been delivered.
     /// - Parameters:
     ///   - cursor: The first index without an outcome. Never lowers the stored cursor.
+    ///   - delivered: The positions past `cursor` APNs accepted, ascending: the next holder counts
+    ///     them without sending them again. They replace what the shard carried.
     ///   - countAttempt: Whether this counts as a failed attempt (true after errors; false on a graceful drain).
     /// - Returns: false when the lease was lost (nothing changed).
-    public func release(_ lease: ShardLease, cursor: Int, countAttempt: Bool) async throws -> Bool {
+    public func release(_ lease: ShardLease, cursor: Int, delivered: [Int], countAttempt: Bool) async throws -> Bool {
         try await self.client.withConnection { connection in
-            try Self.release(lease, cursor: cursor, countAttempt: countAttempt, on: connection)
+            try Self.release(lease, cursor: cursor, delivered: delivered, countAttempt: countAttempt, on: connection)
         }
     }
 
-    private static func release(_ lease: ShardLease, cursor: Int, countAttempt: Bool, on connection: RedisConnection) throws(RedisError) -> Bool {
+    /// Gives a held shard back with nothing learned: the positions it came with as delivered stay so.
+    public func release(_ lease: ShardLease, cursor: Int, countAttempt: Bool) async throws -> Bool {
+        try await self.release(lease, cursor: cursor, delivered: lease.delivered.filter { $0 >= cursor }, countAttempt: countAttempt)
+    }
+
+    private static func release(
+        _ lease: ShardLease, cursor: Int, delivered: [Int], countAttempt: Bool, on connection: RedisConnection
+    ) throws(RedisError) -> Bool {
         let keys = CampaignKeys(lease.campaign)
         let reply = try connection.checkedEvaluate(
             "release", CampaignScripts.release,
-            keys: [keys.owner, keys.cursor, keys.leases, keys.pending, keys.attempts, keys.sent],
-            arguments: [lease.shard.redisArgument, Array(lease.owner.utf8), cursor.redisArgument, (countAttempt ? 1 : 0).redisArgument]
+            keys: [keys.owner, keys.cursor, keys.leases, keys.pending, keys.attempts, keys.sent, keys.delivered],
+            arguments: [
+                lease.shard.redisArgument, Array(lease.owner.utf8), cursor.redisArgument, (countAttempt ? 1 : 0).redisArgument,
+                DeliveredPositions.encode(delivered),
+            ]
         )
         return try connection.integer(reply, "the release script") == 1
     }

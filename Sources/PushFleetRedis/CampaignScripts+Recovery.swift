@@ -5,22 +5,40 @@ extension CampaignScripts {
     /// Each snapshot raises the meta hash's `fold` number, which only the coordinator does: a queue
     /// whose number is not above the last one folded is an old copy.
     ///
-    /// KEYS: 1 meta, 2 stats, 3 cursor, 4 sent.
+    /// A shard given back with positions delivered above its cursor (`delivered`, see
+    /// ``CampaignScripts/release``) counts as handed out up to the last of them: if the queue is
+    /// lost, they are sent again from the folded cursor, and were delivered.
+    ///
+    /// KEYS: 1 meta, 2 stats, 3 cursor, 4 sent, 5 delivered.
     /// Returns nil when the meta hash is missing (the queue is gone), else {stats as HGETALL,
-    /// cursor as HGETALL, tokens handed to senders past their shard's cursor, the fold number, sent
-    /// as HGETALL}.
+    /// cursor as HGETALL, tokens handed to senders past their shard's cursor, the fold number, the
+    /// sent marks as HGETALL would give them}.
     static let snapshot = RedisScript(
         """
         if redis.call('EXISTS', KEYS[1]) == 0 then return false end
         local fold = redis.call('HINCRBY', KEYS[1], 'fold', 1)
         local sent = redis.call('HGETALL', KEYS[4])
-        local ahead = 0
+        local marks, order = {}, {}
         for i = 1, #sent, 2 do
-          local mark = tonumber(sent[i + 1])
-          local cursor = tonumber(redis.call('HGET', KEYS[3], sent[i]) or '0')
-          if mark > cursor then ahead = ahead + mark - cursor end
+          marks[sent[i]] = tonumber(sent[i + 1])
+          order[#order + 1] = sent[i]
         end
-        return {redis.call('HGETALL', KEYS[2]), redis.call('HGETALL', KEYS[3]), ahead, fold, sent}
+        local delivered = redis.call('HGETALL', KEYS[5])
+        for i = 1, #delivered, 2 do
+          local last = tonumber(string.match(delivered[i + 1], '(%d+)$') or '-1')
+          local shard = delivered[i]
+          if not marks[shard] then order[#order + 1] = shard; marks[shard] = 0 end
+          if last + 1 > marks[shard] then marks[shard] = last + 1 end
+        end
+        local ahead, reported = 0, {}
+        for _, shard in ipairs(order) do
+          local mark = marks[shard]
+          local cursor = tonumber(redis.call('HGET', KEYS[3], shard) or '0')
+          if mark > cursor then ahead = ahead + mark - cursor end
+          reported[#reported + 1] = shard
+          reported[#reported + 1] = tostring(mark)
+        end
+        return {redis.call('HGETALL', KEYS[2]), redis.call('HGETALL', KEYS[3]), ahead, fold, reported}
         """
     )
 
@@ -32,8 +50,8 @@ extension CampaignScripts {
     /// earlier one.
     ///
     /// KEYS: 1 meta, 2 pending, 3 cursor, 4 stats, 5 fence, 6 dead, 7 sent, 8 attempts, 9 leases,
-    ///       10 owner, 11 checkpoint sequences, 12 events, 13 rebuilt, then the N staged lists, then
-    ///       the N shard lists, then the removed mark.
+    ///       10 owner, 11 checkpoint sequences, 12 events, 13 rebuilt, 14 delivered, then the N staged
+    ///       lists, then the N shard lists, then the removed mark.
     /// ARGV: 1 N, 2 fence base, then six sections, each a count followed by that many values: meta
     ///       field/value pairs, pending shard ids, dead shard ids, cursor shard/value pairs, stats
     ///       field/value pairs, rebuilt shard/value pairs.
@@ -44,12 +62,12 @@ extension CampaignScripts {
         if redis.call('EXISTS', KEYS[1]) == 1 or redis.call('EXISTS', KEYS[#KEYS]) == 1 then return 0 end
         local n = tonumber(ARGV[1])
         for i = 1, n do
-          if redis.call('EXISTS', KEYS[13 + i]) == 0 then return -1 end
+          if redis.call('EXISTS', KEYS[14 + i]) == 0 then return -1 end
         end
-        for k = 2, 13 do redis.call('DEL', KEYS[k]) end
+        for k = 2, 14 do redis.call('DEL', KEYS[k]) end
         for i = 1, n do
-          redis.call('RENAME', KEYS[13 + i], KEYS[13 + n + i])
-          redis.call('PERSIST', KEYS[13 + n + i])
+          redis.call('RENAME', KEYS[14 + i], KEYS[14 + n + i])
+          redis.call('PERSIST', KEYS[14 + n + i])
         end
         redis.call('SET', KEYS[5], ARGV[2])
         local at = 3

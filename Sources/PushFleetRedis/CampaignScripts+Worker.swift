@@ -1,11 +1,14 @@
 extension CampaignScripts {
     /// Leases the first pending shard of a running campaign. When the shard comes back with tokens
     /// handed to a sender past its cursor (a dead holder's unconfirmed window), counts them as
-    /// `resent` and lowers `sent` to the cursor, so they are counted once.
+    /// `resent` and lowers `sent` to the cursor, so they are counted once; positions among them
+    /// that an earlier holder left as delivered are not sent again, and not counted.
     ///
-    /// KEYS: 1 meta, 2 pending, 3 leases, 4 owner, 5 fence, 6 cursor, 7 sent, 8 attempts, 9 stats.
+    /// KEYS: 1 meta, 2 pending, 3 leases, 4 owner, 5 fence, 6 cursor, 7 sent, 8 attempts, 9 stats,
+    /// 10 delivered.
     /// ARGV: 1 worker, 2 lease_ms.
-    /// Returns nil (not running, or nothing pending) or {shard, fence, cursor, attempts}.
+    /// Returns nil (not running, or nothing pending) or {shard, fence, cursor, attempts, delivered}
+    /// (``DeliveredPositions``, '' when none).
     static let claim = RedisScript(
         """
         if redis.call('HGET', KEYS[1], 'status') ~= 'running' then return false end
@@ -17,11 +20,17 @@ extension CampaignScripts {
         redis.call('HSET', KEYS[4], sid, ARGV[1] .. '|' .. fence)
         local cursor = tonumber(redis.call('HGET', KEYS[6], sid) or '0')
         local sent = tonumber(redis.call('HGET', KEYS[7], sid) or '0')
+        local delivered = redis.call('HGET', KEYS[10], sid) or ''
         if sent > cursor then
-          redis.call('HINCRBY', KEYS[9], 'resent', sent - cursor)
+          local resent = sent - cursor
+          for p in string.gmatch(delivered, '%d+') do
+            p = tonumber(p)
+            if p >= cursor and p < sent then resent = resent - 1 end
+          end
+          if resent > 0 then redis.call('HINCRBY', KEYS[9], 'resent', resent) end
           redis.call('HSET', KEYS[7], sid, cursor)
         end
-        return {tonumber(sid), fence, cursor, tonumber(redis.call('HGET', KEYS[8], sid) or '0')}
+        return {tonumber(sid), fence, cursor, tonumber(redis.call('HGET', KEYS[8], sid) or '0'), delivered}
         """
     )
 
@@ -119,13 +128,15 @@ extension CampaignScripts {
     /// cursor stays, at the shard's length, so that the coordinator's snapshot of cursors and
     /// counters says which shards the counters have finished.
     ///
-    /// KEYS: 1 owner, 2 cursor, 3 leases, 4 sent, 5 stats, 6 events, 7 shard list, 8 checkpoint sequences.
+    /// KEYS: 1 owner, 2 cursor, 3 leases, 4 sent, 5 stats, 6 events, 7 shard list, 8 checkpoint sequences,
+    /// 9 delivered.
     /// ARGV: 1 shard, 2 worker|fence. Returns 1, or 0 when the lease was lost.
     static let complete = RedisScript(
         """
         if redis.call('HGET', KEYS[1], ARGV[1]) ~= ARGV[2] then return 0 end
         redis.call('HDEL', KEYS[1], ARGV[1])
         redis.call('HDEL', KEYS[8], ARGV[1])
+        redis.call('HDEL', KEYS[9], ARGV[1])
         redis.call('HSET', KEYS[2], ARGV[1], redis.call('LLEN', KEYS[7]))
         redis.call('ZREM', KEYS[3], ARGV[1])
         redis.call('HDEL', KEYS[4], ARGV[1])
@@ -137,10 +148,12 @@ extension CampaignScripts {
     )
 
     /// Gives a held shard back, to the front of pending, resuming at the (raised) cursor. `sent` is
-    /// lowered to the cursor: the releasing worker is alive and reports its own re-sends.
+    /// lowered to the cursor: the releasing worker is alive and reports its own re-sends. The
+    /// positions past the cursor it knows were delivered replace the shard's list of them.
     ///
-    /// KEYS: 1 owner, 2 cursor, 3 leases, 4 pending, 5 attempts, 6 sent.
-    /// ARGV: 1 shard, 2 worker|fence, 3 cursor, 4 count_attempt (1 or 0).
+    /// KEYS: 1 owner, 2 cursor, 3 leases, 4 pending, 5 attempts, 6 sent, 7 delivered.
+    /// ARGV: 1 shard, 2 worker|fence, 3 cursor, 4 count_attempt (1 or 0), 5 delivered
+    /// (``DeliveredPositions``, '' when none).
     /// Returns 1, or 0 when the lease was lost.
     static let release = RedisScript(
         """
@@ -151,6 +164,7 @@ extension CampaignScripts {
         redis.call('HDEL', KEYS[1], ARGV[1])
         redis.call('ZREM', KEYS[3], ARGV[1])
         if ARGV[4] == '1' then redis.call('HINCRBY', KEYS[5], ARGV[1], 1) end
+        if ARGV[5] == '' then redis.call('HDEL', KEYS[7], ARGV[1]) else redis.call('HSET', KEYS[7], ARGV[1], ARGV[5]) end
         redis.call('LPUSH', KEYS[4], ARGV[1])
         return 1
         """

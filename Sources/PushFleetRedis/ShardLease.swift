@@ -21,8 +21,14 @@ public struct ShardLease: Hashable, Sendable {
     public var attempts: Int
     /// How many tokens the shard holds (indexes `0..<tokenCount`).
     public var tokenCount: Int
+    /// Positions past ``cursor``, ascending, that an earlier holder had delivered (APNs accepted
+    /// them) when it gave the shard back: the holder counts them as accepted once its mark passes
+    /// them, and does not send them again.
+    public var delivered: [Int]
 
-    public init(campaign: UUID, shard: Int, owner: String, fence: Int, cursor: Int, attempts: Int, tokenCount: Int) {
+    public init(
+        campaign: UUID, shard: Int, owner: String, fence: Int, cursor: Int, attempts: Int, tokenCount: Int, delivered: [Int] = []
+    ) {
         self.campaign = campaign
         self.shard = shard
         self.owner = owner
@@ -30,5 +36,6 @@ public struct ShardLease: Hashable, Sendable {
         self.cursor = cursor
         self.attempts = attempts
         self.tokenCount = tokenCount
+        self.delivered = delivered
     }
 }

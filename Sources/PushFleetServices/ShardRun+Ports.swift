@@ -8,7 +8,7 @@ public protocol ShardQueue: Sendable {
     func read(_ lease: ShardLease, from index: Int, count: Int, clock: Int?, personalized: Bool) async throws -> ShardWindow?
     func checkpoint(_ lease: ShardLease, _ delta: CheckpointDelta, leaseMilliseconds: Int) async throws -> CheckpointResult
     func complete(_ lease: ShardLease) async throws -> Bool
-    func release(_ lease: ShardLease, cursor: Int, countAttempt: Bool) async throws -> Bool
+    func release(_ lease: ShardLease, cursor: Int, delivered: [Int], countAttempt: Bool) async throws -> Bool
     func requestPause(campaign: UUID, reason: String, outage: Bool) async throws -> Bool
 }
 

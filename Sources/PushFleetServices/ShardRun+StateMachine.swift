@@ -14,9 +14,15 @@ extension ShardRun {
     /// lies below it. A checkpoint's counts are therefore exactly the outcomes of
     /// `[previous cursor, cursor)`, and the shard's counted outcomes are exactly its positions below
     /// the stored cursor. A worker that resumes the shard at that cursor, after a crash, a freeze
-    /// or a release, sends and counts the positions above it anew, and none of them was counted
-    /// before: `accepted + rejected` can never exceed the shard's size. The price is that an
-    /// outcome above a slow answer waits to be counted until that answer arrives.
+    /// or a release, counts the positions above it anew, and none of them was counted before:
+    /// `accepted + rejected` can never exceed the shard's size. The price is that an outcome above
+    /// a slow answer waits to be counted until that answer arrives.
+    ///
+    /// **What was delivered is not sent again.** A run that gives its shard back alive (a pause, a
+    /// drain, a reset channel) leaves the positions above its mark APNs accepted with the release
+    /// (``Action/release(cursor:delivered:ending:)``); the next run takes them from its lease and,
+    /// as its feeder passes them, settles them as accepted without sending them: counted once, by
+    /// the run whose mark passes them, and delivered once.
     ///
     /// **A provider-level answer is no outcome.** A position APNs refused for the provider's sake
     /// (a wrong team id, a topic the certificate does not cover, an outage that outlasted the
@@ -54,9 +60,10 @@ extension ShardRun {
             case checkpoint(CheckpointDelta)
             /// Every outcome is saved and the shard is done: complete it. The run ends.
             case complete
-            /// Every outcome below `cursor` is saved: give the shard back at `cursor`. The run ends
-            /// as `ending`.
-            case release(cursor: Int, ending: Ending)
+            /// Every outcome below `cursor` is saved: give the shard back at `cursor`, with the
+            /// positions past it APNs accepted (ascending; not counted yet, and not to be sent
+            /// again). The run ends as `ending`.
+            case release(cursor: Int, delivered: [Int], ending: Ending)
             /// Drop the shard without a word to Redis, giving back the repeats an unconfirmed
             /// checkpoint had taken. The run ends as `ending`.
             case end(Ending, giveBack: Repeats)
@@ -84,6 +91,9 @@ extension ShardRun {
             case settled
             /// Its outcome came above the mark: a rejection, held until the mark passes it.
             case settledRejection
+            /// The same, for want of an answer to its every attempt (``DeliveryOutcome/unanswered(tag:token:_:othersAnswered:)``):
+            /// APNs may have delivered it.
+            case settledUnanswered
             /// Refused for the provider's sake: unsent, sent again after the resume.
             case deferred
             /// Taken back from the channel unwritten: the next holder sends it.
@@ -105,6 +115,10 @@ extension ShardRun {
         private var heldRejections: [(position: Int, rejection: Rejection)] = []
         private var heldStart = 0
         private var lateRejections: [Int: Rejection] = [:]
+        /// Positions an earlier holder left as delivered (the lease's), ascending; those from
+        /// ``nextCarried`` on are not handed over yet.
+        private let carried: [Int]
+        private var nextCarried = 0
         /// The first position without an outcome.
         private(set) var lowWater: Int
         /// Outcomes in `[cursor of the last checkpoint built, lowWater)`: the next checkpoint's counts.
@@ -139,6 +153,7 @@ extension ShardRun {
             self.start = lease.cursor
             self.tokenCount = lease.tokenCount
             self.answers = Array(repeating: .none, count: max(0, lease.tokenCount - lease.cursor))
+            self.carried = lease.delivered.filter { $0 >= lease.cursor && $0 < lease.tokenCount }
             self.lowWater = lease.cursor
             self.handedUpTo = lease.cursor
             self.lastCheckpoint = leasedAt
@@ -171,9 +186,14 @@ extension ShardRun {
             return self.next(now: now)
         }
 
-        /// The feeder is about to hand positions below `upTo` to the channel.
+        /// The feeder is about to hand positions below `upTo` to the channel, but for those an
+        /// earlier holder delivered (``ShardLease/delivered``): they are settled as accepted here.
         mutating func handing(upTo: Int, now: ContinuousClock.Instant) -> Action {
             self.handedUpTo = max(self.handedUpTo, upTo)
+            while self.nextCarried < self.carried.count, self.carried[self.nextCarried] < self.handedUpTo {
+                self.settle(tag: self.runTag | UInt64(self.carried[self.nextCarried]), rejection: nil)
+                self.nextCarried += 1
+            }
             return self.next(now: now)
         }
 
@@ -248,7 +268,7 @@ extension ShardRun {
                 return .complete
             case .some(let ending):
                 self.phase = .ended
-                return .release(cursor: self.lowWater, ending: ending)
+                return .release(cursor: self.lowWater, delivered: self.deliveredAboveMark, ending: ending)
             case nil:
                 self.phase = .running
                 return self.next(now: now)
@@ -310,8 +330,13 @@ extension ShardRun {
             self.answered += 1
             let position = self.start + index
             guard position == self.lowWater else {
-                self.answers[index] = rejection == nil ? .settled : .settledRejection
-                if let rejection { self.hold(rejection, at: position) }
+                if let rejection {
+                    let unanswered = rejection.reason == .connectionLost || rejection.reason == .streamReset
+                    self.answers[index] = unanswered ? .settledUnanswered : .settledRejection
+                    self.hold(rejection, at: position)
+                } else {
+                    self.answers[index] = .settled
+                }
                 return
             }
             self.answers[index] = .settled
@@ -321,7 +346,7 @@ extension ShardRun {
             passing: while self.lowWater - self.start < self.answers.count {
                 switch self.answers[self.lowWater - self.start] {
                 case .settled: self.count(nil)
-                case .settledRejection: self.count(self.takeHeldRejection())
+                case .settledRejection, .settledUnanswered: self.count(self.takeHeldRejection())
                 case .none, .deferred, .withdrawn: break passing
                 }
                 self.lowWater += 1
@@ -367,12 +392,25 @@ extension ShardRun {
             }
         }
 
-        /// Handed-over positions above the mark that may have reached APNs (no answer yet, or an
-        /// outcome held above the mark): the next holder sends them again. Deferred and withdrawn
-        /// ones were not delivered.
+        /// Handed-over positions above the mark that may have reached APNs without an answer (none
+        /// yet, or none to any attempt): the next holder sends them again. Those accepted are left
+        /// with the release as delivered; rejected, deferred and withdrawn ones were not delivered.
         private var possiblyDeliveredAboveMark: Int {
-            let handed = (self.lowWater - self.start)..<max(self.lowWater - self.start, self.handedUpTo - self.start)
-            return self.answers[handed].count { $0 == .none || $0 == .settled || $0 == .settledRejection }
+            self.answers[self.handedAboveMark].count { $0 == .none || $0 == .settledUnanswered }
+        }
+
+        /// The positions above the mark APNs accepted, and those an earlier holder delivered that
+        /// were not handed over yet: what the release leaves for the next holder to count.
+        private var deliveredAboveMark: [Int] {
+            var delivered: [Int] = []
+            for index in self.handedAboveMark where self.answers[index] == .settled { delivered.append(self.start + index) }
+            delivered += self.carried[self.nextCarried...]
+            return delivered
+        }
+
+        /// Indexes into ``answers`` of the handed-over positions from the mark on.
+        private var handedAboveMark: Range<Int> {
+            (self.lowWater - self.start)..<max(self.lowWater - self.start, self.handedUpTo - self.start)
         }
 
         private mutating func count(_ rejection: Rejection?) {
@@ -411,9 +449,9 @@ extension ShardRun {
             self.phase = .checkpointing(closing: closing)
             if (closing == .released || closing == .abandoned) && !self.tailCounted {
                 // The shard goes back at the mark: what lies above it and may have reached APNs
-                // goes out again, and is counted as re-sent now. Released, that is only outcomes
-                // held above a deferred or withdrawn position; abandoned, also what never got an
-                // answer.
+                // without an answer goes out again, and is counted as re-sent now. Released, that
+                // is nothing (every position handed over has an answer); abandoned, what never got
+                // one. What was accepted goes with the release, and is not sent again.
                 self.tailCounted = true
                 self.extraResent = self.possiblyDeliveredAboveMark
             }

@@ -141,8 +141,8 @@ struct ShardRun {
                     self.logger.warning("lease lost at completion", metadata: self.metadata)
                 }
                 return .completed
-            case .release(let cursor, let ending):
-                _ = try? await self.environment.queue.release(self.lease, cursor: cursor, countAttempt: false)
+            case .release(let cursor, let delivered, let ending):
+                _ = try? await self.environment.queue.release(self.lease, cursor: cursor, delivered: delivered, countAttempt: false)
                 return ending
             case .end(let ending, let giveBack):
                 if ending == .abandoned {
@@ -191,8 +191,23 @@ struct ShardRun {
                     if tokens.isEmpty { return }
                     readMark.raise(to: next + tokens.count)
                     continuation.yield(.handing(upTo: next + tokens.count))
-                    try await channel.send(tokens, values: read.values, firstTag: runTag | UInt64(next), template: template)
-                    next += tokens.count
+                    // An earlier holder's deliveries are settled by the machine, never sent again.
+                    // `next` moves past each run once it is handed over, so a failed send retries
+                    // only what was not.
+                    let window = next..<next + tokens.count
+                    for run in Self.unsent(window, skipping: lease.delivered) {
+                        if run == window {
+                            try await channel.send(tokens, values: read.values, firstTag: runTag | UInt64(next), template: template)
+                        } else {
+                            let slice = (run.lowerBound - window.lowerBound)..<(run.upperBound - window.lowerBound)
+                            try await channel.send(
+                                Array(tokens[slice]), values: read.values.map { Array($0[slice]) }, firstTag: runTag | UInt64(run.lowerBound),
+                                template: template
+                            )
+                        }
+                        next = run.upperBound
+                    }
+                    next = window.upperBound
                     continuation.yield(.fed(upTo: next))
                 } catch {
                     logger.warning("cannot feed the shard", metadata: ["error": "\(error)"])
@@ -200,6 +215,18 @@ struct ShardRun {
                 }
             }
         }
+    }
+
+    /// The runs of `window` that hold no position of `delivered` (ascending), in order.
+    static func unsent(_ window: Range<Int>, skipping delivered: [Int]) -> [Range<Int>] {
+        var runs: [Range<Int>] = []
+        var start = window.lowerBound
+        for position in delivered where window.contains(position) {
+            if position > start { runs.append(start..<position) }
+            start = position + 1
+        }
+        if start < window.upperBound { runs.append(start..<window.upperBound) }
+        return runs
     }
 
     private var metadata: Logger.Metadata {

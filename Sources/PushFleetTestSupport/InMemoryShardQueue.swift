@@ -19,6 +19,7 @@ public final class InMemoryShardQueue: ShardQueue {
         var cursor = 0
         var completed = false
         var released: [Int] = []
+        var releasedDelivered: [[Int]] = []
         var pauses: [(reason: String, outage: Bool)] = []
         var reads = 0
         var failures = InjectedFailures()
@@ -31,10 +32,11 @@ public final class InMemoryShardQueue: ShardQueue {
         self.state = Mutex(State(tokens: tokens, fence: fence))
     }
 
-    /// The current holder's lease, from the start of the shard.
-    public func lease(campaign: UUID = UUID(uuidString: "00000000-0000-0000-0000-00000000000A")!) -> ShardLease {
+    /// The current holder's lease, from the start of the shard, with `delivered` positions an
+    /// earlier holder left.
+    public func lease(campaign: UUID = UUID(uuidString: "00000000-0000-0000-0000-00000000000A")!, delivered: [Int] = []) -> ShardLease {
         let (fence, count) = self.state.withLock { ($0.fence, $0.tokens.count) }
-        return ShardLease(campaign: campaign, shard: 0, owner: "worker-a", fence: fence, cursor: 0, attempts: 1, tokenCount: count)
+        return ShardLease(campaign: campaign, shard: 0, owner: "worker-a", fence: fence, cursor: 0, attempts: 1, tokenCount: count, delivered: delivered)
     }
 
     /// Another worker claims the shard: every call with the old fence is refused from now on.
@@ -52,6 +54,8 @@ public final class InMemoryShardQueue: ShardQueue {
     public var isCompleted: Bool { self.state.withLock { $0.completed } }
     /// Cursors the shard was released at.
     public var releases: [Int] { self.state.withLock { $0.released } }
+    /// The positions past the cursor each release left as delivered.
+    public var releasedDelivered: [[Int]] { self.state.withLock { $0.releasedDelivered } }
     public var pauseRequests: [(reason: String, outage: Bool)] { self.state.withLock { $0.pauses } }
     /// Successful reads.
     public var reads: Int { self.state.withLock { $0.reads } }
@@ -87,11 +91,12 @@ public final class InMemoryShardQueue: ShardQueue {
         }
     }
 
-    public func release(_ lease: ShardLease, cursor: Int, countAttempt: Bool) async throws -> Bool {
+    public func release(_ lease: ShardLease, cursor: Int, delivered: [Int], countAttempt: Bool) async throws -> Bool {
         try self.state.withLock { state in
             try state.failures.check(#function, campaign: nil)
             guard lease.fence == state.fence else { return false }
             state.released.append(cursor)
+            state.releasedDelivered.append(delivered)
             return true
         }
     }

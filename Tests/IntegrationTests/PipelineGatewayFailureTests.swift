@@ -70,4 +70,34 @@ extension PipelineTests {
         fixture.expectReconciled(status, duplicatesAllowed: 0, http2: wire == "http2")
         await stopAll([worker, coordinator])
     }
+
+    /// The gateway going down mid-campaign: its connections drop, what they had unconfirmed may
+    /// have been delivered (counted in `resent`), and once reconnecting fails the campaign pauses
+    /// as an outage with the shards given back, what was delivered above their marks with them.
+    /// Back up, the campaign completes: every token once, each duplicate counted.
+    @Test(arguments: ["binary", "http2"])
+    func aGatewayThatGoesDownMidCampaignPausesItAndLosesNothing(_ wire: String) async throws {
+        let fixture = try await PipelineFixture.start(count: 50_000)
+        defer { Task { await fixture.stop() } }
+        let gateway = try await OutageProxy.start(port: wire == "http2" ? fixture.mock.ports.http2! : fixture.mock.binaryPort)
+        defer { Task { await gateway.stop() } }
+        let coordinator = try fixture.startCoordinator(["--outage-resume-s", "2"])
+        let worker = try wire == "http2" ? fixture.startHTTP2Worker(.providerToken, port: gateway.port) : fixture.startWorker(port: gateway.port)
+        // Throttled, so that most of the campaign is still to send when the gateway goes down.
+        let id = try await fixture.launch(["--rate", "4000"], protocol: wire)
+        _ = try await fixture.waitForStatus(id) { ($0["accepted"] as? Int ?? 0) >= 5_000 }
+
+        gateway.cut()
+        let paused = try await fixture.waitForStatus(id, limit: .seconds(300)) { $0["state"] as? String == "paused" }
+        #expect(paused["resumes_at"] is String, "a gateway that went down is an outage, resumed by itself: \(paused)")
+        gateway.restore()
+
+        let status = try await fixture.waitForCompletion(id, limit: .seconds(900))
+        #expect(status["reason"] is NSNull)
+        let resent = try #require(status["resent"] as? Int)
+        fixture.expectReconciled(status, duplicatesAllowed: resent, http2: wire == "http2")
+        let rejected = (status["rejected"] as? [String: Int] ?? [:]).values.reduce(0, +)
+        #expect((status["accepted"] as? Int ?? 0) + rejected == fixture.tokens.count, "accepted + rejected is not the total")
+        await stopAll([worker, coordinator])
+    }
 }

@@ -80,6 +80,47 @@ import Testing
         try await fixture.shutdown()
     }
 
+    /// What a release leaves as delivered reaches the next holder, and the one after it if the next
+    /// gives the shard back with nothing learned; a holder that dies is not charged for delivered
+    /// positions it never sent; completion clears them.
+    @Test func deliveredPositionsGoFromAReleaseToTheNextHolders() async throws {
+        let fixture = try RedisQueueFixture()
+        let queue = fixture.queue
+        try await fixture.launch([10])
+        let first = try #require(try await queue.claim(campaign: fixture.campaign, worker: "w1", leaseMilliseconds: 30_000))
+        #expect(first.delivered.isEmpty)
+        _ = try await queue.read(first, from: 0, count: 8)
+        _ = try await queue.checkpoint(first, CheckpointDelta(sequence: 1, cursor: 2, accepted: 2), leaseMilliseconds: 30_000)
+        #expect(try await queue.release(first, cursor: 2, delivered: [3, 4, 7], countAttempt: false))
+        // Were the queue lost now, 2…7 would go out again, 3, 4 and 7 delivered already: the
+        // snapshot counts them as handed out.
+        let snapshot = try #require(try await queue.snapshot(campaign: fixture.campaign))
+        #expect(snapshot.sentMarks == [0: 8])
+        #expect(snapshot.inFlight == 6)
+
+        let second = try #require(try await queue.claim(campaign: fixture.campaign, worker: "w2", leaseMilliseconds: 30_000))
+        #expect(second.cursor == 2)
+        #expect(second.delivered == [3, 4, 7])
+        // Given back unchanged (it could not send the campaign), the positions stay.
+        #expect(try await queue.release(second, cursor: second.cursor, countAttempt: false))
+        let third = try #require(try await queue.claim(campaign: fixture.campaign, worker: "w3", leaseMilliseconds: 200))
+        #expect(third.delivered == [3, 4, 7])
+        // The third reads 2…9, counts 2…5 (3 and 4 among them, unsent) and dies: of 6…9, 7 was not
+        // sent again, so 6, 8 and 9 are what may be re-sent.
+        _ = try await queue.read(third, from: 2, count: 8)
+        _ = try await queue.checkpoint(third, CheckpointDelta(sequence: 1, cursor: 6, accepted: 4), leaseMilliseconds: 200)
+        try await fixture.reap(1)
+        let fourth = try #require(try await queue.claim(campaign: fixture.campaign, worker: "w4", leaseMilliseconds: 30_000))
+        #expect(fourth.cursor == 6)
+        #expect(fourth.delivered == [7], "positions below the cursor are no longer handed out")
+        #expect(try await queue.counters(campaign: fixture.campaign).resent == 3)
+        _ = try await queue.checkpoint(fourth, CheckpointDelta(sequence: 1, cursor: 10, accepted: 4), leaseMilliseconds: 30_000)
+        #expect(try await queue.complete(fourth))
+        #expect(try await queue.counters(campaign: fixture.campaign) == CampaignCounters(accepted: 10, resent: 3, doneShards: 1))
+        #expect(try await fixture.command("HEXISTS", "pf:{\(fixture.id)}:delivered", "0") == .integer(0))
+        try await fixture.shutdown()
+    }
+
     @Test func pausedCampaignsHandOutNothingAndTellHolders() async throws {
         let fixture = try RedisQueueFixture()
         let queue = fixture.queue

@@ -6,10 +6,12 @@ import Testing
 @testable import PushFleetServices
 
 /// Random interleavings of one shard's life: answers in any order and repeated, checkpoint answers
-/// lost, holders that die or drain at any moment (a drain takes back an unwritten tail) and a next
-/// holder that resumes at the stored cursor. Redis
-/// is played by a few lines that apply a checkpoint as the Lua script does. Whatever happens, each
-/// position is counted exactly once when the shard completes.
+/// lost, an APNs outage answer that pauses the campaign, holders that die or drain at any moment (a
+/// drain takes back an unwritten tail) and a next
+/// holder that resumes at the stored cursor, leaving unsent what the last one released as delivered.
+/// Redis is played by a few lines that apply a checkpoint and a release as the Lua scripts do.
+/// Whatever happens, each position is counted exactly once when the shard completes, and a release
+/// leaves as delivered only positions APNs accepted.
 struct ShardRunInterleavingTests {
     typealias Machine = ShardRun.StateMachine
 
@@ -19,6 +21,8 @@ struct ShardRunInterleavingTests {
         var accepted = 0
         var rejected: [Int] = []
         var applied: (holder: Int, sequence: Int) = (-1, 0)
+        /// Positions past the cursor the last release left as delivered.
+        var delivered: [Int] = []
 
         mutating func apply(_ delta: CheckpointDelta, holder: Int) {
             guard holder != self.applied.holder || delta.sequence > self.applied.sequence else { return }
@@ -26,6 +30,12 @@ struct ShardRunInterleavingTests {
             self.cursor = max(self.cursor, delta.cursor)
             self.accepted += delta.accepted
             self.rejected += delta.rejections.map { Int($0.token.bytes.first!) }
+        }
+
+        /// The release script's effect: the cursor raised, the delivered positions replaced.
+        mutating func release(cursor: Int, delivered: [Int]) {
+            self.cursor = max(self.cursor, cursor)
+            self.delivered = delivered
         }
     }
 
@@ -43,11 +53,16 @@ struct ShardRunInterleavingTests {
             #expect(holder < 200, "the shard never completed")
             if holder >= 200 { return }
             let runTag = UInt64(holder) << 32
-            let lease = ShardLease(campaign: UUID(), shard: 0, owner: "w|\(holder)", fence: holder, cursor: store.cursor, attempts: 0, tokenCount: count)
+            let delivered = store.delivered.filter { $0 >= store.cursor }
+            let lease = ShardLease(
+                campaign: UUID(), shard: 0, owner: "w|\(holder)", fence: holder, cursor: store.cursor, attempts: 0, tokenCount: count,
+                delivered: delivered
+            )
             var machine = Machine(lease: lease, runTag: runTag, configuration: ShardRunStateMachineTests.configuration, leasedAt: clock)
-            // Everything from the cursor is handed over at once; answers come in a random order,
-            // some twice; the holder may die before each one.
-            var answers = Array(store.cursor..<count)
+            // Everything from the cursor is handed over at once, but what was delivered (never
+            // sent); answers come in a random order, some twice; the holder may die before each one.
+            var answers = (store.cursor..<count).filter { !delivered.contains($0) }
+            var acceptedByThisRun: Set<Int> = []
             answers += answers.filter { _ in random.next() % 5 == 0 }
             answers.shuffle(using: &random)
             var alive = true
@@ -55,6 +70,7 @@ struct ShardRunInterleavingTests {
             // channel's never-written notifications are.
             var answeredSoFar = store.cursor - 1
             var withdrawable: [UInt64] = []
+            var feedEnded = false
             func perform(_ first: Machine.Action) {
                 var action = first
                 while alive {
@@ -87,7 +103,13 @@ struct ShardRunInterleavingTests {
                     case .complete:
                         completed = true
                         alive = false
-                    case .release, .end:
+                    case .release(let cursor, let left, _):
+                        // Only what this run saw accepted, or its lease said was delivered.
+                        let known = acceptedByThisRun.union(delivered)
+                        #expect(left.allSatisfy { $0 >= cursor && known.contains($0) }, "left as delivered: \(left)")
+                        store.release(cursor: cursor, delivered: left)
+                        alive = false
+                    case .end:
                         alive = false
                     }
                 }
@@ -108,12 +130,26 @@ struct ShardRunInterleavingTests {
                     answers = Array(answers[..<index]) + answers[index...].filter { $0 < cut }
                     perform(machine.drainRequested(now: clock))
                     perform(machine.feedEnded(now: clock))
+                    feedEnded = true
                 }
                 clock += .milliseconds(Int(random.next() % 400))
-                let outcome: DeliveryOutcome = rejectedPositions.contains(position)
-                    ? .rejected(tag: runTag | UInt64(position), ShardRunStateMachineTests.rejection(position))
-                    : .accepted(tag: runTag | UInt64(position))
+                let tag = runTag | UInt64(position)
+                let outcome: DeliveryOutcome
+                if random.next() % 50 == 0 {  // APNs failing past the retries: the campaign pauses
+                    let refusal = ProviderRefusal(reason: .serviceUnavailable, status: 503, isOutage: true)
+                    outcome = .refused(tag: tag, token: ShardRunStateMachineTests.rejection(position).token, refusal)
+                } else if rejectedPositions.contains(position) {
+                    outcome = .rejected(tag: tag, ShardRunStateMachineTests.rejection(position))
+                } else {
+                    outcome = .accepted(tag: tag)
+                    acceptedByThisRun.insert(position)
+                }
                 perform(machine.outcomes([outcome], now: clock))
+                if machine.isStopping && !feedEnded && alive {
+                    // The pause stopped the feeder; everything was written, so nothing is taken back.
+                    perform(machine.feedEnded(now: clock))
+                    feedEnded = true
+                }
                 #expect(store.accepted + store.rejected.count <= count, "counted more outcomes than positions")
             }
             // Ticks until the run ends by itself (complete, or out of confirmations).

@@ -17,8 +17,8 @@ struct ShardRunStateMachineTests {
         checkpointInterval: .seconds(1), drainTimeout: .seconds(20)
     )
 
-    static func lease(cursor: Int = 0, count: Int = 10, fence: Int = 1) -> ShardLease {
-        ShardLease(campaign: UUID(), shard: 0, owner: "w|\(fence)", fence: fence, cursor: cursor, attempts: 0, tokenCount: count)
+    static func lease(cursor: Int = 0, count: Int = 10, fence: Int = 1, delivered: [Int] = []) -> ShardLease {
+        ShardLease(campaign: UUID(), shard: 0, owner: "w|\(fence)", fence: fence, cursor: cursor, attempts: 0, tokenCount: count, delivered: delivered)
     }
 
     static func at(_ milliseconds: Int) -> ContinuousClock.Instant { t0 + .milliseconds(milliseconds) }
@@ -36,8 +36,10 @@ struct ShardRunStateMachineTests {
     }
 
     /// A machine that has started and handed `handed` positions to the channel.
-    static func started(cursor: Int = 0, count: Int = 10, handed: Int = 10) -> Machine {
-        var machine = Machine(lease: lease(cursor: cursor, count: count), runTag: runTag, configuration: configuration, leasedAt: t0)
+    static func started(cursor: Int = 0, count: Int = 10, handed: Int = 10, delivered: [Int] = []) -> Machine {
+        var machine = Machine(
+            lease: lease(cursor: cursor, count: count, delivered: delivered), runTag: runTag, configuration: configuration, leasedAt: t0
+        )
         #expect(machine.start(now: t0) == .extendWriteDeadline(until: t0 + .seconds(2)))
         #expect(machine.writeDeadlineExtended(now: t0) == .none)
         #expect(machine.handing(upTo: handed, now: t0) == .none)
@@ -275,15 +277,36 @@ struct ShardRunStateMachineTests {
         #expect(machine.outcomes(Self.deferred(3, .forbidden), now: Self.at(4)) == .none)
         #expect(machine.outcomes(Self.accepted(4), now: Self.at(4)) == .none)
         #expect(machine.outcomes(Self.rejected(5), now: Self.at(5)) == .collectRepeats(fresh: true))
-        // Only what lies below the first refusal is counted; 4 and 5 go out again after the
-        // resume and are counted as re-sent now; 2 and 3 are neither rejected nor re-sent.
-        #expect(machine.repeatsCollected(.init(), now: Self.at(5)) == .checkpoint(CheckpointDelta(sequence: 1, cursor: 2, accepted: 2, resent: 2)))
+        // Only what lies below the first refusal is counted. 4 was delivered: it goes with the
+        // release, for the next holder to count without sending it again; 5, rejected, goes out
+        // again (no delivery, so no re-send to count); 2 and 3 are neither rejected nor re-sent.
+        #expect(machine.repeatsCollected(.init(), now: Self.at(5)) == .checkpoint(CheckpointDelta(sequence: 1, cursor: 2, accepted: 2)))
         #expect(machine.checkpointConfirmed(.paused, now: Self.at(6)) == .extendWriteDeadline(until: Self.at(5) + .seconds(2)))
-        #expect(machine.writeDeadlineExtended(now: Self.at(6)) == .release(cursor: 2, ending: .released))
+        #expect(machine.writeDeadlineExtended(now: Self.at(6)) == .release(cursor: 2, delivered: [4], ending: .released))
         #expect(machine.deferredReason?.reason == "InvalidProviderToken (HTTP 403)")
     }
 
-    @Test func aReleaseWhoseCheckpointFailedCountsItsTailOnce() {
+    @Test func aRejectionForWantOfAnAnswerAboveTheMarkIsCountedAsResentNotCarried() {
+        var machine = Self.started(count: 6, handed: 6)
+        // 3 had no answer to any attempt while others were answered: rejected, yet APNs may have
+        // delivered it. Then 1 is refused as an outage.
+        #expect(machine.outcomes(Self.accepted(0, 2, 4), now: Self.at(1)) == .none)
+        #expect(machine.outcomes(Self.rejected(3, .connectionLost), now: Self.at(1)) == .none)
+        #expect(machine.outcomes(Self.rejected(5, .streamReset), now: Self.at(1)) == .none)
+        let outage = ProviderRefusal(reason: .serviceUnavailable, status: 503, isOutage: true)
+        let refused: ArraySlice<DeliveryOutcome> = [.refused(tag: Self.runTag | 1, token: Self.rejection(1).token, outage)]
+        #expect(machine.outcomes(refused, now: Self.at(2)) == .pauseCampaign(PauseRequest(reason: "ServiceUnavailable (HTTP 503)", isOutage: true)))
+        #expect(machine.pauseRequested(now: Self.at(2)) == .stopFeeding)
+        #expect(machine.feedingStopped(now: Self.at(2)) == .none)
+        #expect(machine.feedEnded(now: Self.at(2)) == .withdraw)
+        // Everything has an answer: 3 and 5 go out again and count as re-sent; 2 and 4 go with the release.
+        #expect(machine.withdrawn([], now: Self.at(2)) == .collectRepeats(fresh: true))
+        #expect(machine.repeatsCollected(.init(), now: Self.at(2)) == .checkpoint(CheckpointDelta(sequence: 1, cursor: 1, accepted: 1, resent: 2)))
+        #expect(machine.checkpointConfirmed(.paused, now: Self.at(3)) == .extendWriteDeadline(until: Self.at(2) + .seconds(2)))
+        #expect(machine.writeDeadlineExtended(now: Self.at(3)) == .release(cursor: 1, delivered: [2, 4], ending: .released))
+    }
+
+    @Test func aReleaseWhoseCheckpointFailedSendsItAgainUnchanged() {
         var machine = Self.started(count: 4, handed: 4)
         #expect(machine.outcomes(Self.deferred(0), now: Self.at(1)) == .pauseCampaign(PauseRequest(reason: "InvalidProviderToken (HTTP 403)", isOutage: false)))
         #expect(machine.pauseRequested(now: Self.at(1)) == .stopFeeding)
@@ -291,12 +314,12 @@ struct ShardRunStateMachineTests {
         #expect(machine.feedEnded(now: Self.at(1)) == .withdraw)
         #expect(machine.withdrawn([], now: Self.at(1)) == .none)
         #expect(machine.outcomes(Self.accepted(1, 2, 3), now: Self.at(2)) == .collectRepeats(fresh: true))
-        let release = CheckpointDelta(sequence: 1, cursor: 0, resent: 3)
-        #expect(machine.repeatsCollected(.init(), now: Self.at(2)) == .checkpoint(release))
+        let release = CheckpointDelta(sequence: 1, cursor: 0, resent: 1)
+        #expect(machine.repeatsCollected(.init(resent: 1), now: Self.at(2)) == .checkpoint(release))
         #expect(machine.checkpointFailed(now: Self.at(3)) == .none)
-        #expect(machine.tick(now: Self.at(1_500)) == .checkpoint(release), "sent again as it was, the tail not added twice")
+        #expect(machine.tick(now: Self.at(1_500)) == .checkpoint(release), "sent again as it was, its repeats not added twice")
         #expect(machine.checkpointConfirmed(.paused, now: Self.at(1_501)) == .extendWriteDeadline(until: Self.at(1_500) + .seconds(2)))
-        #expect(machine.writeDeadlineExtended(now: Self.at(1_501)) == .release(cursor: 0, ending: .released))
+        #expect(machine.writeDeadlineExtended(now: Self.at(1_501)) == .release(cursor: 0, delivered: [1, 2, 3], ending: .released))
     }
 
     // MARK: - Stopping
@@ -314,7 +337,7 @@ struct ShardRunStateMachineTests {
         #expect(machine.outcomes(Self.accepted(2), now: Self.at(5)) == .collectRepeats(fresh: true))
         #expect(machine.repeatsCollected(.init(), now: Self.at(5)) == .checkpoint(CheckpointDelta(sequence: 1, cursor: 6, accepted: 6)))
         #expect(machine.checkpointConfirmed(.running, now: Self.at(6)) == .extendWriteDeadline(until: Self.at(5) + .seconds(2)))
-        #expect(machine.writeDeadlineExtended(now: Self.at(6)) == .release(cursor: 6, ending: .released))
+        #expect(machine.writeDeadlineExtended(now: Self.at(6)) == .release(cursor: 6, delivered: [], ending: .released))
     }
 
     @Test func aDrainThatRunsOutOfTimeHaltsCountsTheRestAsResentAndReleases() {
@@ -332,11 +355,11 @@ struct ShardRunStateMachineTests {
         // 20 s after the drain began, 2 is still out: stop the channel first, then save and release.
         #expect(machine.tick(now: Self.at(20_002)) == .haltChannel)
         #expect(machine.channelHalted(now: Self.at(20_002)) == .collectRepeats(fresh: true))
-        // Positions 2…6 were written without a counted outcome: all may have been delivered (7 was
-        // taken back unwritten, so it is not counted).
-        #expect(machine.repeatsCollected(.init(resent: 1), now: Self.at(20_002)) == .checkpoint(CheckpointDelta(sequence: 2, cursor: 2, resent: 6)))
+        // 2, 5 and 6 were written without an answer: they may have been delivered, and go out
+        // again. 3 and 4 were accepted: they go with the release. 7 was taken back unwritten.
+        #expect(machine.repeatsCollected(.init(resent: 1), now: Self.at(20_002)) == .checkpoint(CheckpointDelta(sequence: 2, cursor: 2, resent: 4)))
         #expect(machine.checkpointConfirmed(.running, now: Self.at(20_003)) == .extendWriteDeadline(until: Self.at(20_002) + .seconds(2)))
-        #expect(machine.writeDeadlineExtended(now: Self.at(20_003)) == .release(cursor: 2, ending: .abandoned))
+        #expect(machine.writeDeadlineExtended(now: Self.at(20_003)) == .release(cursor: 2, delivered: [3, 4], ending: .abandoned))
     }
 
     @Test func aPausedCampaignStopsTheRunAtItsNextCheckpoint() {
@@ -350,7 +373,7 @@ struct ShardRunStateMachineTests {
         #expect(machine.withdrawn([], now: Self.at(3)) == .collectRepeats(fresh: true))
         #expect(machine.repeatsCollected(.init(), now: Self.at(3)) == .checkpoint(CheckpointDelta(sequence: 2, cursor: 4)))
         #expect(machine.checkpointConfirmed(.paused, now: Self.at(4)) == .extendWriteDeadline(until: Self.at(3) + .seconds(2)))
-        #expect(machine.writeDeadlineExtended(now: Self.at(4)) == .release(cursor: 4, ending: .released))
+        #expect(machine.writeDeadlineExtended(now: Self.at(4)) == .release(cursor: 4, delivered: [], ending: .released))
     }
 
     @Test func aResetChannelGivesTheShardUpAtOnce() {
@@ -359,8 +382,48 @@ struct ShardRunStateMachineTests {
         #expect(machine.channelReset(now: Self.at(2)) == .stopFeeding)
         #expect(machine.feedingStopped(now: Self.at(2)) == .haltChannel)
         #expect(machine.channelHalted(now: Self.at(2)) == .collectRepeats(fresh: true))
-        #expect(machine.repeatsCollected(.init(), now: Self.at(2)) == .checkpoint(CheckpointDelta(sequence: 1, cursor: 2, accepted: 2, resent: 3)))
+        #expect(machine.repeatsCollected(.init(), now: Self.at(2)) == .checkpoint(CheckpointDelta(sequence: 1, cursor: 2, accepted: 2, resent: 2)))
         #expect(machine.checkpointConfirmed(.running, now: Self.at(3)) == .extendWriteDeadline(until: Self.at(2) + .seconds(2)))
-        #expect(machine.writeDeadlineExtended(now: Self.at(3)) == .release(cursor: 2, ending: .abandoned))
+        #expect(machine.writeDeadlineExtended(now: Self.at(3)) == .release(cursor: 2, delivered: [4], ending: .abandoned))
+    }
+
+    // MARK: - Resuming after a holder that gave the shard back
+
+    @Test func aResumedRunCountsWhatTheLastHolderDeliveredOnceAndLeavesItUnsent() {
+        // The last holder released at 2, with 3 and 5 accepted above its mark.
+        var machine = Self.started(cursor: 2, count: 10, delivered: [3, 5])
+        // Handing 2…9 over settled 3 and 5; the mark waits for 2 as for any answer.
+        #expect(machine.lowWater == 2)
+        #expect(machine.outcomes(Self.accepted(2), now: Self.at(1)) == .none)
+        #expect(machine.lowWater == 4)
+        #expect(machine.outcomes(Self.accepted(4), now: Self.at(1)) == .collectRepeats(fresh: false))
+        #expect(machine.repeatsCollected(.init(), now: Self.at(1)) == .checkpoint(CheckpointDelta(sequence: 1, cursor: 6, accepted: 4)))
+        // An outcome for a delivered position (none should come: it was never sent) counts nothing.
+        #expect(machine.checkpointConfirmed(.running, now: Self.at(2)) == .extendWriteDeadline(until: Self.at(1) + .seconds(2)))
+        #expect(machine.writeDeadlineExtended(now: Self.at(2)) == .none)
+        #expect(machine.outcomes(Self.accepted(3, 5), now: Self.at(3)) == .none)
+        #expect(machine.outcomes(Self.accepted(6, 7, 8, 9), now: Self.at(4)) == .collectRepeats(fresh: true))
+        #expect(machine.repeatsCollected(.init(), now: Self.at(4)) == .checkpoint(CheckpointDelta(sequence: 2, cursor: 10, accepted: 4)))
+    }
+
+    @Test func deliveredPositionsNotYetHandedOverGoWithTheNextRelease() {
+        var machine = Self.started(cursor: 0, count: 10, handed: 5, delivered: [2, 8])
+        #expect(machine.outcomes(Self.accepted(0, 1), now: Self.at(1)) == .none)
+        #expect(machine.lowWater == 3)
+        #expect(machine.drainRequested(now: Self.at(2)) == .stopFeeding)
+        #expect(machine.feedingStopped(now: Self.at(2)) == .none)
+        #expect(machine.feedEnded(now: Self.at(2)) == .withdraw)
+        #expect(machine.withdrawn([Self.runTag | 4], now: Self.at(2)) == .none)
+        #expect(machine.outcomes(Self.accepted(3), now: Self.at(3)) == .collectRepeats(fresh: true))
+        #expect(machine.repeatsCollected(.init(), now: Self.at(3)) == .checkpoint(CheckpointDelta(sequence: 1, cursor: 4, accepted: 4)))
+        #expect(machine.checkpointConfirmed(.running, now: Self.at(4)) == .extendWriteDeadline(until: Self.at(3) + .seconds(2)))
+        // 8 was never reached: it stays delivered for the holder after this one.
+        #expect(machine.writeDeadlineExtended(now: Self.at(4)) == .release(cursor: 4, delivered: [8], ending: .released))
+    }
+
+    @Test func aWindowIsSentInTheRunsBetweenDeliveredPositions() {
+        #expect(ShardRun.unsent(10..<20, skipping: []) == [10..<20])
+        #expect(ShardRun.unsent(10..<20, skipping: [3, 10, 12, 13, 19, 25]) == [11..<12, 14..<19])
+        #expect(ShardRun.unsent(10..<12, skipping: [10, 11]) == [])
     }
 }

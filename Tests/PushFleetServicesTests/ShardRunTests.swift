@@ -79,7 +79,7 @@ import Testing
     }
 
     /// Runs the queue's shard on `channel` to its end.
-    static func run(_ queue: InMemoryShardQueue, on channel: AnsweringChannel) async throws -> ShardRun.Ending {
+    static func run(_ queue: InMemoryShardQueue, on channel: AnsweringChannel, lease: ShardLease? = nil) async throws -> ShardRun.Ending {
         // A lease of ten minutes: a run counts a lease gone by its own clock, and on two cores busy
         // with dozens of suites a 30-second lease ran out in a run whose checkpoints failed twice
         // (abandoned, with nothing checkpointed). Losing a lease is the takeover test's, on purpose.
@@ -97,7 +97,7 @@ import Testing
         slot.register(Self.runTag, continuation)
         let routing = slot.startRouting()
         var run = ShardRun(
-            environment: environment, lease: queue.lease(), leasedAt: .now, template: template, slot: slot, runTag: Self.runTag,
+            environment: environment, lease: lease ?? queue.lease(), leasedAt: .now, template: template, slot: slot, runTag: Self.runTag,
             drain: DrainSignal(), onFeedEnded: {}
         )
         let ending = await run.execute(inputs: inputs, continuation: continuation)
@@ -117,6 +117,30 @@ import Testing
         #expect(queue.checkpoints.allSatisfy { $0.rejections.isEmpty && $0.resent == 0 })
         #expect(queue.cursor == 1_250)
         #expect(queue.checkpoints.map(\.sequence) == Array(1...queue.checkpoints.count))
+    }
+
+    /// Tags a channel was asked to send.
+    final class SentTags: Sendable {
+        private let tags = Mutex<[UInt64]>([])
+        func record(_ tag: UInt64) { self.tags.withLock { $0.append(tag) } }
+        var positions: [Int] { self.tags.withLock { $0.map { Int($0 & ~SlotContext.runTagMask) } } }
+    }
+
+    @Test func positionsAnEarlierHolderDeliveredAreCountedOnceAndNeverSent() async throws {
+        let queue = InMemoryShardQueue(tokens: Self.tokens(1_000))
+        // Runs at a window's edges, inside windows, and the shard's first and last positions.
+        let delivered = [0, 1] + Array(stride(from: 100, to: 300, by: 3)) + [499, 500, 501, 998, 999]
+        let sent = SentTags()
+        let channel = AnsweringChannel { _, tag in
+            sent.record(tag)
+            return .accepted(tag: tag)
+        }
+        #expect(try await Self.run(queue, on: channel, lease: queue.lease(delivered: delivered)) == .completed)
+        #expect(Set(sent.positions).isDisjoint(with: delivered))
+        #expect(sent.positions.count == 1_000 - delivered.count)
+        #expect(Set(sent.positions).union(delivered) == Set(0..<1_000))
+        #expect(queue.checkpoints.map(\.accepted).reduce(0, +) == 1_000)
+        #expect(queue.checkpoints.allSatisfy { $0.resent == 0 })
     }
 
     @Test func eachRejectionReachesACheckpointOnceWithItsReason() async throws {
