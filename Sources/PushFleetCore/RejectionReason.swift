@@ -84,6 +84,10 @@ public struct RejectionReason: RawRepresentable, Hashable, Sendable, CustomStrin
         case unknown
     }
 
+    /// Whether the reason says no answer came to any attempt (``DeliveryOutcome/unanswered(tag:token:_:othersAnswered:)``),
+    /// so that APNs may have delivered the notification after all.
+    public var isUnanswered: Bool { self == .streamReset || self == .connectionLost }
+
     /// What the reason is about.
     public var subject: Subject {
         switch self {

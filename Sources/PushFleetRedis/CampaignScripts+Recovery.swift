@@ -18,27 +18,19 @@ extension CampaignScripts {
         if redis.call('EXISTS', KEYS[1]) == 0 then return false end
         local fold = redis.call('HINCRBY', KEYS[1], 'fold', 1)
         local sent = redis.call('HGETALL', KEYS[4])
-        local marks, order = {}, {}
+        local ahead = 0
         for i = 1, #sent, 2 do
-          marks[sent[i]] = tonumber(sent[i + 1])
-          order[#order + 1] = sent[i]
-        end
-        local delivered = redis.call('HGETALL', KEYS[5])
-        for i = 1, #delivered, 2 do
-          local last = tonumber(string.match(delivered[i + 1], '(%d+)$') or '-1')
-          local shard = delivered[i]
-          if not marks[shard] then order[#order + 1] = shard; marks[shard] = 0 end
-          if last + 1 > marks[shard] then marks[shard] = last + 1 end
-        end
-        local ahead, reported = 0, {}
-        for _, shard in ipairs(order) do
-          local mark = marks[shard]
-          local cursor = tonumber(redis.call('HGET', KEYS[3], shard) or '0')
+          local mark = tonumber(sent[i + 1])
+          -- The release that left the list wrote the shard's sent mark too.
+          local last = tonumber(string.match(redis.call('HGET', KEYS[5], sent[i]) or '', '(%d+)$') or '-1')
+          if last >= mark then
+            mark = last + 1
+            sent[i + 1] = tostring(mark)
+          end
+          local cursor = tonumber(redis.call('HGET', KEYS[3], sent[i]) or '0')
           if mark > cursor then ahead = ahead + mark - cursor end
-          reported[#reported + 1] = shard
-          reported[#reported + 1] = tostring(mark)
         end
-        return {redis.call('HGETALL', KEYS[2]), redis.call('HGETALL', KEYS[3]), ahead, fold, reported}
+        return {redis.call('HGETALL', KEYS[2]), redis.call('HGETALL', KEYS[3]), ahead, fold, sent}
         """
     )
 

@@ -153,7 +153,7 @@ extension ShardRun {
             self.start = lease.cursor
             self.tokenCount = lease.tokenCount
             self.answers = Array(repeating: .none, count: max(0, lease.tokenCount - lease.cursor))
-            self.carried = lease.delivered.filter { $0 >= lease.cursor && $0 < lease.tokenCount }
+            self.carried = lease.delivered
             self.lowWater = lease.cursor
             self.handedUpTo = lease.cursor
             self.lastCheckpoint = leasedAt
@@ -331,8 +331,7 @@ extension ShardRun {
             let position = self.start + index
             guard position == self.lowWater else {
                 if let rejection {
-                    let unanswered = rejection.reason == .connectionLost || rejection.reason == .streamReset
-                    self.answers[index] = unanswered ? .settledUnanswered : .settledRejection
+                    self.answers[index] = rejection.reason.isUnanswered ? .settledUnanswered : .settledRejection
                     self.hold(rejection, at: position)
                 } else {
                     self.answers[index] = .settled

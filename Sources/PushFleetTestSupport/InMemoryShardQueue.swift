@@ -19,7 +19,6 @@ public final class InMemoryShardQueue: ShardQueue {
         var cursor = 0
         var completed = false
         var released: [Int] = []
-        var releasedDelivered: [[Int]] = []
         var pauses: [(reason: String, outage: Bool)] = []
         var reads = 0
         var failures = InjectedFailures()
@@ -54,8 +53,6 @@ public final class InMemoryShardQueue: ShardQueue {
     public var isCompleted: Bool { self.state.withLock { $0.completed } }
     /// Cursors the shard was released at.
     public var releases: [Int] { self.state.withLock { $0.released } }
-    /// The positions past the cursor each release left as delivered.
-    public var releasedDelivered: [[Int]] { self.state.withLock { $0.releasedDelivered } }
     public var pauseRequests: [(reason: String, outage: Bool)] { self.state.withLock { $0.pauses } }
     /// Successful reads.
     public var reads: Int { self.state.withLock { $0.reads } }
@@ -96,7 +93,6 @@ public final class InMemoryShardQueue: ShardQueue {
             try state.failures.check(#function, campaign: nil)
             guard lease.fence == state.fence else { return false }
             state.released.append(cursor)
-            state.releasedDelivered.append(delivered)
             return true
         }
     }
